@@ -1,0 +1,224 @@
+"""Typed, validated scenario models (pydantic).
+
+Every knob is declared once here with its default, unit (in the name), allowed range and a
+one-line help.  Unknown keys are errors.  The seed documents' CamelCase attribute names
+(``EntropyMaskBits``, ``PacketSprayingType`` ...) are accepted as aliases of the snake_case
+names.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from fabricsim.config.workloads import WorkloadConfig
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=True)
+
+
+class TopologyConfig(_Model):
+    """The fabric: a two-tier leaf-spine or a three-tier k-ary fat tree."""
+
+    kind: Literal["leaf_spine", "fat_tree"] = Field("leaf_spine", description="fabric shape")
+    spines: int = Field(4, ge=1, le=4096, description="leaf-spine: number of spines")
+    leaves: int = Field(2, ge=1, le=4096, description="leaf-spine: number of leaves")
+    hosts_per_leaf: int = Field(8, ge=1, le=4096, description="leaf-spine: hosts per leaf")
+    parallel_links: int = Field(
+        1, ge=1, le=64, description="leaf-spine: parallel uplinks between each leaf and spine"
+    )
+    k: int = Field(8, ge=2, le=128, description="fat tree: switch radix (even)")
+    hosts_per_edge: int | None = Field(
+        None, ge=1, le=4096, description="fat tree: hosts per edge switch (k/2; more = oversubscribed)"
+    )
+    link_gbps: float | None = Field(None, gt=0, le=1e5, description="all tiers' link rate, Gbps")
+    host_link_gbps: float = Field(100.0, gt=0, le=1e5, description="host NIC link rate, Gbps")
+    fabric_link_gbps: float = Field(100.0, gt=0, le=1e5, description="switch-switch rate, Gbps")
+    link_delay_us: float = Field(1.0, ge=0, le=1e6, description="propagation delay per link, us")
+    failed_links: list[str] = Field(default_factory=list, description="link names, e.g. leaf0->spine1")
+    degraded_links: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
+        default_factory=dict, description="link name -> fraction of its rate kept, in (0, 1]"
+    )
+    failed_link_mode: Literal["blackhole", "withdraw"] = Field(
+        "blackhole", description="blackhole: stays in ECMP groups; withdraw: removed"
+    )
+
+    @field_validator("k")
+    @classmethod
+    def _k_even(cls, v: int) -> int:
+        if v % 2:
+            raise ValueError(f"must be an even integer >= 2 (got {v})")
+        return v
+
+    @model_validator(mode="after")
+    def _apply_link_gbps(self) -> TopologyConfig:
+        if self.link_gbps is not None:
+            self.host_link_gbps = self.link_gbps
+            self.fabric_link_gbps = self.link_gbps
+        return self
+
+
+class EngineConfig(_Model):
+    """Which engine runs by default, and engine-wide limits."""
+
+    kind: Literal["flow", "packet"] = Field("flow", description="the scenario's default engine")
+    time_limit_s: float | None = Field(
+        None, gt=0, description="simulated-time limit, s (null: last start + a generous bound)"
+    )
+    flow_model: Literal["max_min", "open_loop"] = Field("max_min", description="flow engine model")
+    max_packets: float = Field(
+        5e7, gt=0, description="packet engine refuses scenarios with more data packets than this"
+    )
+
+
+class LbConfig(_Model):
+    """How a flow or connection gets its source port or path."""
+
+    policy: Literal["ecmp", "pinned", "qp_scaling", "ark", "ideal_spray"] = Field(
+        "ecmp", description="path policy"
+    )
+    qp_count: int = Field(1, ge=1, le=1024, description="qp_scaling: connections per host pair")
+    qp_mode: Literal["round_robin", "split"] = Field(
+        "round_robin", description="qp_scaling: rotate whole messages, or split each evenly"
+    )
+    ark_control_delay_us: float = Field(
+        5.0, ge=0, le=1e6, description="ARK: RESERVE/RELEASE broadcast delay, us"
+    )
+    dst_port: int = Field(4791, ge=0, le=65535, description="the well-known destination UDP port")
+
+
+_SPRAY_ALIASES = {
+    "none": "none",
+    "default": "default",
+    "defaultpacketspraying": "default",
+    "reps": "reps",
+    "recycledentropypacketspraying": "reps",
+    "oblivious": "oblivious",
+    "obliviouspacketspraying": "oblivious",
+}
+
+
+class NicConfig(_Model):
+    """UET-style NIC attributes (names and ranges as the UET spraying documentation)."""
+
+    packet_spraying_type: Literal["none", "default", "reps", "oblivious"] = Field(
+        "default", alias="PacketSprayingType", description="per-packet entropy selection"
+    )
+    entropy_mask_bits: int = Field(
+        7, ge=0, le=8, alias="EntropyMaskBits", description="default spraying: 2^bits values"
+    )
+    starting_port_offset: int = Field(
+        256, ge=0, le=65535, alias="StartingPortOffset", description="default spraying: first port"
+    )
+    reps_buffer_size_mask_bits: int = Field(
+        3, ge=0, le=16, alias="REPSBufferSizeMaskBits", description="REPS cache of 2^bits values"
+    )
+    entropy_value_set_size: int = Field(
+        65536, ge=1, le=65536, alias="EntropyValueSetSize", description="REPS: explore range"
+    )
+    freezing_timeout_us: float = Field(
+        100.0, ge=0, le=1e9, alias="FreezingTimeout", description="REPS: minimum freezing, us"
+    )
+    failure_detection_rtt_multiplier: float = Field(
+        3.0, ge=0, le=1e6, alias="FailureDetectionRTTMultiplier",
+        description="REPS early failure detection, x base RTT (0 = off)",
+    )
+    initial_base_rtt_us: float | Literal["auto"] = Field(
+        6.0, alias="InitialBaseRTT", description="initial base RTT, us, or auto (unloaded RTT)"
+    )
+    rdma_data_mss: int = Field(
+        4096, ge=64, le=65536, alias="RdmaDataMSS", description="payload bytes per data packet"
+    )
+    pdc_groups_enabled: bool = Field(True, alias="PDCGroupsEnabled", description="PDC groups")
+    header_bytes: int = Field(88, ge=0, le=4096, description="header bytes per packet")
+    cc: Literal["constant", "nscc"] = Field("constant", description="congestion control")
+    cwnd_bdp: float = Field(1.5, gt=0, le=1000, description="constant CC window, x BDP")
+    rto_us: float | None = Field(None, gt=0, description="initial retransmission timeout, us")
+    max_retries: int = Field(8, ge=0, le=64, description="retransmissions before giving up")
+    ack_coalesce: int = Field(1, ge=1, le=64, description="data packets per ACK (coalescing)")
+
+    @field_validator("packet_spraying_type", mode="before")
+    @classmethod
+    def _spray_alias(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            key = v.replace(" ", "").replace("_", "").lower()
+            return _SPRAY_ALIASES.get(key, v)
+        return v
+
+    @field_validator("initial_base_rtt_us")
+    @classmethod
+    def _rtt_positive(cls, v: float | str) -> float | str:
+        if not isinstance(v, str) and not 0 < v <= 1e6:
+            raise ValueError(f"must be > 0 and <= 1e6 us, or 'auto' (got {v})")
+        return v
+
+
+class SwitchConfig(_Model):
+    """Switch forwarding, hashing and buffers."""
+
+    hash_method: Literal["crc32WithSalt", "crc32", "crc32Offset", "random"] = Field(
+        "crc32WithSalt", alias="EcmpHashMethod", description="ECMP hash of the 5-tuple"
+    )
+    salt_mode: Literal["per_switch", "shared"] = Field("per_switch", description="hash salts")
+    load_balancing_method: Literal["ecmp", "adaptive", "flowlet", "spray"] = Field(
+        "ecmp", alias="LoadBalancingMethod", description="switch member choice"
+    )
+    flowlet_gap_us: float = Field(10.0, gt=0, le=1e6, description="flowlet idle gap, us")
+    buffer_bytes: int | None = Field(None, ge=1, description="per-port buffer, bytes")
+    buffer_bdp: float = Field(1.0, gt=0, le=1e4, description="per-port buffer, x BDP")
+    trimming: bool = Field(True, description="trim payloads of a full queue (else drop-tail)")
+    ecn_min_bytes: int | None = Field(None, ge=0, description="ECN marking starts, bytes")
+    ecn_max_bytes: int | None = Field(None, ge=0, description="ECN marks every packet, bytes")
+
+
+class RecordsConfig(_Model):
+    """What to record beyond the summary and the flow table."""
+
+    timelines: bool = Field(False, description="link and spine timelines")
+    uet_monitor: bool = Field(False, description="one row per data packet sent")
+    uet_transport_stats: bool = Field(False, description="per-NIC transport counters")
+    switch_lb_stats: bool = Field(False, description="bytes/packets per ECMP member")
+    port_stats: bool = Field(False, description="per-port counters")
+    timeline_interval_us: float = Field(10.0, gt=0, description="packet engine sampling, us")
+
+
+class Scenario(_Model):
+    """A complete scenario: topology, workload, policies, records and seed."""
+
+    name: str = Field("custom", description="scenario name")
+    description: str = Field("", description="one line")
+    seed: int = Field(1, ge=0, le=2**63 - 1, description="seed of every random draw")
+    engine: EngineConfig = Field(default_factory=EngineConfig)  # type: ignore[arg-type]
+    topology: TopologyConfig = Field(default_factory=TopologyConfig)  # type: ignore[arg-type]
+    workload: WorkloadConfig
+    lb: LbConfig = Field(default_factory=LbConfig)  # type: ignore[arg-type]
+    nic: NicConfig = Field(default_factory=NicConfig)  # type: ignore[arg-type]
+    switch: SwitchConfig = Field(default_factory=SwitchConfig)  # type: ignore[arg-type]
+    records: RecordsConfig = Field(default_factory=RecordsConfig)  # type: ignore[arg-type]
+
+    def with_overrides(self, overrides: dict[str, Any]) -> Scenario:
+        """A new scenario with dotted-key overrides applied (the keys of ``--set``).
+
+        Examples
+        --------
+        >>> from fabricsim import load_scenario
+        >>> load_scenario("ark").with_overrides({"workload.qps": 5}).workload.qps
+        5.0
+        """
+        from fabricsim.config.loader import apply_overrides
+
+        return apply_overrides(self, overrides)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The effective scenario, every default filled in, as plain JSON-able data."""
+        return self.model_dump(mode="json")
+
+    def config_hash(self) -> str:
+        """SHA-256 (first 16 hex digits) of the canonical JSON of the effective scenario."""
+        import hashlib
+        import json
+
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]

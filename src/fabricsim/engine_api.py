@@ -1,0 +1,34 @@
+"""What every engine returns, so both engines feed the same output tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(eq=False)
+class EngineOutput:
+    """Per-flow results in flow-id order, engine counters, and optional record tables.
+
+    ``finish_s`` is NaN for a flow that did not finish.  ``delivered_bytes`` counts payload
+    bytes that reached the receiver (exactly once).  ``summary`` holds engine-specific keys for
+    ``summary.json`` (deterministic); ``timing`` wall-clock figures for ``timing.json``.
+    """
+
+    finish_s: np.ndarray
+    delivered_bytes: np.ndarray
+    path: list[str]
+    entropy: np.ndarray
+    summary: dict[str, Any] = field(default_factory=dict)
+    timing: dict[str, Any] = field(default_factory=dict)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    json_records: dict[str, Any] = field(default_factory=dict)
+
+
+def wire_bytes(size_bytes: int, mss: int, header_bytes: int) -> int:
+    """Bytes on the wire for a message: payload plus one header per packet (both engines)."""
+    packets = -(-size_bytes // mss)
+    return size_bytes + packets * header_bytes

@@ -1,0 +1,336 @@
+"""The flow-level engine: event-driven max-min fair sharing over every link a flow crosses.
+
+Rates are recomputed at each batch of simultaneous arrivals, completions and policy timers.
+Active connections live in fixed-width slot arrays (link ids and coefficients, padded with a
+dummy link of infinite capacity), so adding or removing one never reallocates.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from fabricsim.config.models import Scenario
+from fabricsim.engine_api import EngineOutput, wire_bytes
+from fabricsim.flowsim.maxmin import maxmin_rates
+from fabricsim.flowsim.paths import PathResolver, WeightedPaths
+from fabricsim.lb.base import SPRAY_ALL, PathPolicy
+from fabricsim.routing.router import Router
+from fabricsim.topology.fabric import Fabric
+from fabricsim.workloads.base import FlowTable
+
+_ARRIVAL, _TIMER = 0, 1
+
+
+@dataclass(slots=True)
+class _Conn:
+    flow: int
+    index: int
+    wire: float
+    paths: WeightedPaths | None
+    slot: int = -1
+    done_s: float = math.nan
+
+
+class FlowEngine:
+    """Run a flow table on a fabric under a path policy (see :func:`fabricsim.run`)."""
+
+    def __init__(
+        self, sc: Scenario, fabric: Fabric, router: Router, flows: FlowTable, policy: PathPolicy
+    ) -> None:
+        self.sc, self.fabric, self.router, self.flows, self.policy = sc, fabric, router, flows, policy
+        self.resolver = PathResolver(sc, router)
+        self.mss, self.hdr = sc.nic.rdma_data_mss, sc.nic.header_bytes
+        n, nlinks = len(flows), fabric.num_links
+        self.capacity = np.append(np.where(fabric.link_failed, 0.0, fabric.link_rate_bps), np.inf)
+        self.pad = nlinks
+        self.width = 8
+        self._alloc(64)
+        self.now = 0.0
+        self.events = 0
+        self.heap: list[tuple[float, int, int, object]] = []
+        self.seq = 0
+        self.conns: list[list[_Conn]] = [[] for _ in range(n)]
+        self.pending_conns = np.zeros(n, dtype=np.int64)
+        self.finish = np.full(n, np.nan)
+        self.entropy = np.full(n, -1, dtype=np.int64)
+        self.labels = [""] * n
+        self.waiting_deps = np.zeros(n, dtype=np.int64)
+        self.dependents: list[list[int]] = [[] for _ in range(n)]
+        self.top_index = {int(s): i for i, s in enumerate(fabric.top_switches)}
+        self.top_active = np.zeros(len(fabric.top_switches), dtype=np.int64)
+        self.top_peak = np.zeros(len(fabric.top_switches), dtype=np.int64)
+        self.record = sc.records.timelines
+        self.tl_links: list[tuple[np.ndarray, float, np.ndarray]] = []
+        self.tl_tops: list[tuple[float, np.ndarray]] = []
+        self._last_util = np.full(nlinks, -1.0)
+        self.dirty = False
+
+    # -- slot storage ----------------------------------------------------------------------
+    def _alloc(self, slots: int) -> None:
+        self.links = np.full((slots, self.width), self.pad, dtype=np.int64)
+        self.coef = np.zeros((slots, self.width))
+        self.remaining = np.zeros(slots)
+        self.rate = np.zeros(slots)
+        self.cap = np.full(slots, np.inf)
+        self.active = np.zeros(slots, dtype=bool)
+        self.slot_conn: list[_Conn | None] = [None] * slots
+        self.free = list(range(slots - 1, -1, -1))
+
+    def _grow(self, slots: int, width: int) -> None:
+        old = (self.links, self.coef, self.remaining, self.rate, self.cap, self.active, self.slot_conn)
+        n_old, w_old = old[0].shape
+        self.width = width
+        self._alloc(slots)
+        self.links[:n_old, :w_old] = old[0]
+        self.coef[:n_old, :w_old] = old[1]
+        self.remaining[:n_old], self.rate[:n_old], self.cap[:n_old] = old[2], old[3], old[4]
+        self.active[:n_old] = old[5]
+        self.slot_conn[:n_old] = old[6]
+        self.free = [s for s in range(slots - 1, -1, -1) if not self.active[s]]
+
+    # -- engine hooks for dynamic policies -------------------------------------------------
+    def now_s(self) -> float:
+        return self.now
+
+    def schedule(self, at_s: float, callback: Callable[[], None]) -> None:
+        self._push(max(at_s, self.now), _TIMER, callback)
+
+    def reroute(self, flow: int, index: int, src_port: int) -> None:
+        conn = self.conns[flow][index]
+        if conn.slot < 0:
+            return
+        self._top_count(conn, -1)
+        conn.paths = self.resolver.resolve(int(self.flows.src[flow]), int(self.flows.dst[flow]), src_port)
+        self._write_slot(conn)
+        self._top_count(conn, +1)
+        self.entropy[flow] = src_port if index == 0 else self.entropy[flow]
+        self.dirty = True
+
+    # -- events ----------------------------------------------------------------------------
+    def _push(self, t: float, kind: int, payload: object) -> None:
+        heapq.heappush(self.heap, (t, kind, self.seq, payload))  # type: ignore[arg-type]
+        self.seq += 1
+
+    def _arrive(self, flow: int) -> None:
+        f = self.flows
+        src, dst = int(f.src[flow]), int(f.dst[flow])
+        conns = self.policy.connections(flow)
+        self.pending_conns[flow] = len(conns)
+        first = conns[0].src_port
+        if first != SPRAY_ALL and self.resolver.spray == "default":
+            first = int(self.resolver.default_ports[0])
+        self.entropy[flow] = first
+        for i, c in enumerate(conns):
+            paths = self.resolver.resolve(src, dst, c.src_port)
+            conn = _Conn(flow, i, float(wire_bytes(c.size_bytes, self.mss, self.hdr)), paths)
+            self.conns[flow].append(conn)
+            self._activate(conn, c.rate_cap_bps)
+        self.dirty = True
+
+    def _activate(self, conn: _Conn, cap: float) -> None:
+        if not self.free:
+            self._grow(2 * len(self.active), self.width)
+        conn.slot = self.free.pop()
+        self.slot_conn[conn.slot] = conn
+        self.remaining[conn.slot] = conn.wire
+        self.cap[conn.slot] = cap
+        self.active[conn.slot] = True
+        self._write_slot(conn)
+        self._top_count(conn, +1)
+
+    def _write_slot(self, conn: _Conn) -> None:
+        use: dict[int, float] = {}
+        for path, w in conn.paths or []:
+            for link in path:
+                use[link] = use.get(link, 0.0) + w
+        if conn.paths is None:
+            use = {int(self.fabric.host_uplink[self.flows.src[conn.flow]]): 1.0}
+            self.cap[conn.slot] = 0.0  # cannot be routed: never progresses
+        if len(use) > self.width:
+            self._grow(len(self.active), max(len(use), 2 * self.width))
+        s = conn.slot
+        self.links[s, :] = self.pad
+        self.coef[s, :] = 0.0
+        self.links[s, : len(use)] = list(use)
+        self.coef[s, : len(use)] = list(use.values())
+
+    def _top_count(self, conn: _Conn, delta: int) -> None:
+        tops = {n for path, _ in conn.paths or [] for n in self.fabric.path_nodes(path)}
+        for node in tops:
+            i = self.top_index.get(node)
+            if i is not None:
+                self.top_active[i] += delta
+                self.top_peak[i] = max(self.top_peak[i], self.top_active[i])
+        if self.record and tops:
+            self.tl_tops.append((self.now, self.top_active.copy()))
+
+    def _latency(self, paths: WeightedPaths | None) -> float:
+        fab, size = self.fabric, self.mss + self.hdr
+        best = 0.0
+        for path, _ in paths or []:
+            lat = fab.path_delay_ps(path) * 1e-12
+            lat += sum(size * 8 / fab.link_nominal_bps[link] for link in path[1:])
+            best = max(best, lat)
+        return best
+
+    def _complete(self, slot: int) -> None:
+        conn = self.slot_conn[slot]
+        assert conn is not None
+        conn.done_s = self.now + self._latency(conn.paths)
+        self.active[slot] = False
+        self.rate[slot] = 0.0
+        self.remaining[slot] = 0.0
+        self.slot_conn[slot] = None
+        self.free.append(slot)
+        conn.slot = -1
+        self._top_count(conn, -1)
+        flow = conn.flow
+        self.pending_conns[flow] -= 1
+        if self.pending_conns[flow] == 0:
+            self.finish[flow] = max(c.done_s for c in self.conns[flow])
+            self.policy.on_finish(flow)
+            for nxt in self.dependents[flow]:
+                self.waiting_deps[nxt] -= 1
+                if self.waiting_deps[nxt] == 0:
+                    self._push(max(float(self.flows.start_s[nxt]), self.finish[flow]), _ARRIVAL, nxt)
+        self.dirty = True
+
+    def _recompute(self) -> None:
+        idx = np.flatnonzero(self.active)
+        self.rate[:] = 0.0
+        if len(idx):
+            w = self.width
+            rows = np.repeat(np.arange(len(idx)), w)
+            cols = self.links[idx].ravel()
+            coef = self.coef[idx].ravel()
+            keep = coef > 0
+            r = maxmin_rates(len(idx), rows[keep], cols[keep], coef[keep], self.capacity, self.cap[idx] * 1.0)
+            self.rate[idx] = r / 8.0  # bytes per second
+        if self.record:
+            self._record_links(idx)
+        self.dirty = False
+
+    def _record_links(self, idx: np.ndarray) -> None:
+        nl = self.fabric.num_links
+        load = np.bincount(
+            self.links[idx].ravel(), weights=(self.coef[idx] * self.rate[idx, None] * 8).ravel(),
+            minlength=nl + 1,
+        )[:nl]
+        util = load / self.fabric.link_nominal_bps
+        changed = np.flatnonzero(np.abs(util - self._last_util) > 1e-12)
+        if len(changed):
+            self.tl_links.append((changed, self.now, util[changed]))
+            self._last_util[changed] = util[changed]
+
+    # -- main loop ---------------------------------------------------------------------------
+    def run(self) -> EngineOutput:
+        wall0 = time.perf_counter()
+        f = self.flows
+        deps = f.depends_on or [[] for _ in range(len(f))]
+        for flow, dep in enumerate(deps):
+            self.waiting_deps[flow] = len(dep)
+            for d in dep:
+                self.dependents[d].append(flow)
+            if not dep:
+                self._push(float(f.start_s[flow]), _ARRIVAL, flow)
+        limit = self._time_limit()
+        while True:
+            t_next = self.heap[0][0] if self.heap else math.inf
+            act = np.flatnonzero(self.active & (self.rate > 0))
+            t_done = math.inf
+            if len(act):
+                t_done = self.now + float((self.remaining[act] / self.rate[act]).min())
+            t = min(t_next, t_done)
+            if not math.isfinite(t) or t > limit:
+                self._advance(min(limit, t) if math.isfinite(t) else self.now)
+                break
+            self._advance(t)
+            self._process_completions()
+            while self.heap and self.heap[0][0] <= self.now:
+                _, kind, _, payload = heapq.heappop(self.heap)
+                self.events += 1
+                if kind == _ARRIVAL:
+                    self._arrive(int(payload))  # type: ignore[call-overload]
+                else:
+                    payload()  # type: ignore[operator]
+            if self.dirty:
+                self._recompute()
+        return self._output(time.perf_counter() - wall0, limit)
+
+    def _advance(self, t: float) -> None:
+        dt = t - self.now
+        if dt > 0:
+            self.remaining -= self.rate * dt
+        self.now = t
+
+    def _process_completions(self) -> None:
+        act = np.flatnonzero(self.active)
+        if not len(act):
+            return
+        eps = np.maximum(1e-6, 1e-9 * self.rate[act])  # 1 ns of transfer, or a micro-byte
+        done = act[self.remaining[act] <= eps]
+        for slot in done:
+            self.events += 1
+            self._complete(int(slot))
+
+    def _time_limit(self) -> float:
+        if self.sc.engine.time_limit_s is not None:
+            return float(self.sc.engine.time_limit_s)
+        f = self.flows
+        rate = float(np.min(self.fabric.link_rate_bps[self.fabric.host_uplink]))
+        total = float(np.sum(f.size_bytes)) * (1 + self.hdr / self.mss) * 8
+        return float(np.max(f.start_s, initial=0.0)) + 2 * total / rate + 1.0
+
+    def _output(self, wall: float, limit: float) -> EngineOutput:
+        f, fab = self.flows, self.fabric
+        n = len(f)
+        delivered = np.zeros(n)
+        for flow in range(n):
+            wire_total = sum(c.wire for c in self.conns[flow]) or 1.0
+            left = sum(float(self.remaining[c.slot]) for c in self.conns[flow] if c.slot >= 0)
+            if not self.conns[flow]:
+                left = wire_total
+            delivered[flow] = f.size_bytes[flow] * (1 - max(left, 0.0) / wire_total)
+            if not math.isnan(self.finish[flow]):
+                delivered[flow] = f.size_bytes[flow]
+            labels = [fab.path_label(p) for c in self.conns[flow] for p, _ in c.paths or []]
+            self.labels[flow] = ";".join(dict.fromkeys(labels))
+        tops = [fab.node_names[s] for s in fab.top_switches]
+        out = EngineOutput(
+            finish_s=self.finish,
+            delivered_bytes=delivered.round().astype(np.int64),
+            path=self.labels,
+            entropy=self.entropy,
+            summary={
+                "events": int(self.events),
+                "sim_end_s": float(min(self.now, limit)),
+                "spine_peak_flows": {tops[i]: int(v) for i, v in enumerate(self.top_peak)},
+            },
+            timing={"wall_s": wall, "events": self.events, "events_per_s": self.events / max(wall, 1e-9)},
+        )
+        if self.record:
+            out.tables.update(self._timeline_tables(tops))
+        return out
+
+    def _timeline_tables(self, tops: list[str]) -> dict[str, pd.DataFrame]:
+        names = np.array(self.fabric.link_names)
+        if self.tl_links:
+            links = np.concatenate([c for c, _, _ in self.tl_links])
+            times = np.concatenate([np.full(len(c), t) for c, t, _ in self.tl_links])
+            util = np.concatenate([u for _, _, u in self.tl_links])
+        else:
+            links, times, util = np.empty(0, dtype=np.int64), np.empty(0), np.empty(0)
+        links_df = pd.DataFrame(
+            {"link": names[links], "time_s": times, "utilization": util, "queue_bytes": 0.0}
+        )
+        rows = [(tops[i], t, int(v[i])) for t, v in self.tl_tops for i in range(len(tops))]
+        spine_df = pd.DataFrame(rows, columns=["spine", "time_s", "active_flows"])
+        spine_df = spine_df.drop_duplicates(["spine", "time_s"], keep="last")
+        return {"timeline_links": links_df, "timeline_spine_flows": spine_df.reset_index(drop=True)}

@@ -1,0 +1,93 @@
+"""Path policies: how a flow gets its source port(s) or path (``lb.policy``).
+
+A policy turns a flow into one or more :class:`Connection` s when the flow arrives: a
+connection carries part of the flow's bytes on one UDP source port (the PDC's local port /
+the QP's port), or, for ``ideal_spray``, evenly over every path.  Dynamic policies (ARK) may
+schedule timers and re-route running connections through the engine hooks.  Both engines use
+the same policies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from fabricsim.config.models import Scenario
+from fabricsim.errors import ConfigError
+from fabricsim.routing.router import Router
+from fabricsim.topology.fabric import Fabric
+from fabricsim.workloads.base import FlowTable
+
+SPRAY_ALL = -1  # src_port of an ideal-spray connection: every path, even split
+
+
+@dataclass(slots=True)
+class Connection:
+    """A share of a flow's bytes sent on one source port (``SPRAY_ALL``: ideal spray)."""
+
+    size_bytes: int
+    src_port: int
+    rate_cap_bps: float = float("inf")
+
+
+class EngineHooks(Protocol):
+    """What an engine offers a dynamic policy."""
+
+    def now_s(self) -> float: ...
+
+    def schedule(self, at_s: float, callback: Callable[[], None]) -> None: ...
+
+    def reroute(self, flow: int, index: int, src_port: int) -> None: ...
+
+
+@dataclass(eq=False)
+class PolicyContext:
+    scenario: Scenario
+    fabric: Fabric
+    router: Router
+    flows: FlowTable
+    rng: np.random.Generator
+    hooks: EngineHooks | None = None
+
+
+class PathPolicy:
+    """Base policy: one connection per flow on the flow's own source port (per-flow ECMP)."""
+
+    name = "ecmp"
+    flow_engine_only = False
+
+    def __init__(self, ctx: PolicyContext) -> None:
+        self.ctx = ctx
+
+    def connections(self, flow: int) -> list[Connection]:
+        """The flow's connections, decided when it arrives."""
+        f = self.ctx.flows
+        return [Connection(int(f.size_bytes[flow]), int(f.src_port[flow]))]
+
+    def on_finish(self, flow: int) -> None:
+        """Called when the flow has delivered its last byte."""
+
+    def summary(self) -> dict[str, object]:
+        """Policy counters for ``summary.json``."""
+        return {}
+
+
+_POLICIES: dict[str, type[PathPolicy]] = {}
+
+
+def register_policy(cls: type[PathPolicy]) -> type[PathPolicy]:
+    _POLICIES[cls.name] = cls
+    return cls
+
+
+def make_policy(ctx: PolicyContext) -> PathPolicy:
+    name = ctx.scenario.lb.policy
+    if name not in _POLICIES:
+        raise ConfigError(f"lb.policy: '{name}' is not available in this build")
+    return _POLICIES[name](ctx)
+
+
+register_policy(PathPolicy)

@@ -1,0 +1,133 @@
+"""ECMP hash functions of the 5-tuple, vectorized with numpy.
+
+The key is 13 bytes, big-endian: src ip (4), dst ip (4), src port (2), dst port (2),
+protocol (1).  CRC-32 is the zlib/IEEE polynomial.  Because CRC-32 is affine over GF(2),
+``crc(key) = crc(0) ^ XOR_i T_i[byte_i]`` with one 256-entry table per byte position; the
+tables are built once from :func:`zlib.crc32` and make hashing 65,536 source ports one numpy
+expression.
+
+Methods (``switch.hash_method``; a member is ``hash % group size``):
+
+* ``crc32WithSalt`` (default): ``fmix32(crc ^ salt)``; murmur3's non-linear finaliser makes the
+  choices of successive stages on a path independent.
+* ``crc32``: ``crc ^ salt``; linear, so two stages' choices are locked together (polarization).
+* ``crc32Offset``: ``rotr(crc ^ salt, 8 * (tier - 1))``: each tier reads different CRC bits.
+* ``random``: a random member per packet (no hash).
+
+Examples
+--------
+>>> import zlib, struct
+>>> key = struct.pack(">IIHHB", 0x0A000001, 0x0A000002, 1234, 4791, 17)
+>>> int(crc32_5tuple(0x0A000001, 0x0A000002, 1234, 4791, 17)) == zlib.crc32(key)
+True
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Final
+
+import numpy as np
+
+HASH_METHODS: Final = ("crc32WithSalt", "crc32", "crc32Offset", "random")
+UDP: Final = 17
+KEY_LEN: Final = 13
+
+
+def _byte_tables() -> tuple[int, np.ndarray]:
+    zero = bytes(KEY_LEN)
+    crc0 = zlib.crc32(zero)
+    tables = np.zeros((KEY_LEN, 256), dtype=np.uint32)
+    for pos in range(KEY_LEN):
+        buf = bytearray(KEY_LEN)
+        for value in range(256):
+            buf[pos] = value
+            tables[pos, value] = zlib.crc32(bytes(buf)) ^ crc0
+    return crc0, tables
+
+
+_CRC0, _TABLES = _byte_tables()
+# crc contribution of every src port value (bytes 8 and 9 of the key), precombined
+PORT_TABLE: Final[np.ndarray] = (
+    _TABLES[8][np.arange(65536) >> 8] ^ _TABLES[9][np.arange(65536) & 0xFF]
+).astype(np.uint32)
+
+
+def _bytes_of(value: np.ndarray, width: int) -> list[np.ndarray]:
+    v = np.asarray(value, dtype=np.uint64)
+    return [((v >> np.uint64(8 * (width - 1 - i))) & np.uint64(0xFF)).astype(np.intp) for i in range(width)]
+
+
+def crc32_5tuple(src_ip, dst_ip, src_port, dst_port, proto=UDP) -> np.ndarray:
+    """CRC-32 of the 13-byte 5-tuple key; every argument may be a scalar or an array."""
+    parts = (
+        _bytes_of(src_ip, 4) + _bytes_of(dst_ip, 4) + _bytes_of(src_port, 2)
+        + _bytes_of(dst_port, 2) + _bytes_of(proto, 1)
+    )
+    out = np.uint32(_CRC0)
+    for pos, b in enumerate(parts):
+        out = out ^ _TABLES[pos][b]
+    return np.asarray(out, dtype=np.uint32)
+
+
+def base_crc(src_ip: int, dst_ip: int, dst_port: int, proto: int = UDP) -> int:
+    """CRC of the key with src port 0; ``base ^ PORT_TABLE[port]`` is the key's CRC."""
+    return int(crc32_5tuple(src_ip, dst_ip, 0, dst_port, proto))
+
+
+def fmix32(h: np.ndarray) -> np.ndarray:
+    """murmur3's 32-bit finaliser (a bijective avalanche mix), vectorized."""
+    h = np.asarray(h, dtype=np.uint32).copy()
+    h ^= h >> np.uint32(16)
+    h *= np.uint32(0x85EBCA6B)
+    h ^= h >> np.uint32(13)
+    h *= np.uint32(0xC2B2AE35)
+    h ^= h >> np.uint32(16)
+    return h
+
+
+def fmix32_int(h: int) -> int:
+    """Scalar :func:`fmix32` on Python ints (for per-packet use)."""
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def _rotr(h: np.ndarray, bits: int) -> np.ndarray:
+    bits %= 32
+    if bits == 0:
+        return h
+    return (h >> np.uint32(bits)) | (h << np.uint32(32 - bits))
+
+
+def switch_hash(crc: np.ndarray, method: str, salt: int, tier: int) -> np.ndarray:
+    """The switch's hash value of keys whose CRC-32 is ``crc`` (uint32 array)."""
+    x = np.asarray(crc, dtype=np.uint32) ^ np.uint32(salt)
+    if method == "crc32WithSalt":
+        return fmix32(x)
+    if method == "crc32":
+        return x
+    if method == "crc32Offset":
+        return _rotr(x, 8 * max(tier - 1, 0))
+    raise ValueError(f"switch.hash_method: no deterministic hash for '{method}'")
+
+
+def switch_hash_int(crc: int, method: str, salt: int, tier: int) -> int:
+    """Scalar :func:`switch_hash` on Python ints."""
+    x = (crc ^ salt) & 0xFFFFFFFF
+    if method == "crc32WithSalt":
+        return fmix32_int(x)
+    if method == "crc32":
+        return x
+    bits = (8 * max(tier - 1, 0)) % 32
+    return ((x >> bits) | (x << (32 - bits))) & 0xFFFFFFFF if bits else x
+
+
+def switch_salts(num_nodes: int, seed: int, mode: str) -> np.ndarray:
+    """Per-switch 32-bit salts derived from the scenario seed (one shared value if ``shared``)."""
+    rng = np.random.default_rng([seed, 0x5A175A17])
+    if mode == "shared":
+        return np.full(num_nodes, rng.integers(0, 2**32, dtype=np.uint64), dtype=np.uint64)
+    return rng.integers(0, 2**32, size=num_nodes, dtype=np.uint64)

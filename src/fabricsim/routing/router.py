@@ -1,0 +1,148 @@
+"""Per-switch ECMP forwarding of 5-tuples, path enumeration and the inverse hash.
+
+The :class:`Router` binds a fabric to a hash method and per-switch salts.  ``route`` follows
+one 5-tuple through every ECMP stage; ``ports_per_path`` is the inverse: for a fixed
+(src ip, dst ip, dst port, protocol), which UDP source ports land on each path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fabricsim.errors import ConfigError
+from fabricsim.routing.hashing import PORT_TABLE, UDP, base_crc, switch_hash, switch_hash_int, switch_salts
+from fabricsim.topology.fabric import Fabric
+
+Path = tuple[int, ...]
+
+
+@dataclass(eq=False)
+class Router:
+    """ECMP forwarding on a fabric with one hash method and per-switch salts.
+
+    Examples
+    --------
+    >>> from fabricsim.config import TopologyConfig
+    >>> from fabricsim.topology import build_fabric
+    >>> r = Router.build(build_fabric(TopologyConfig(spines=4)), seed=1)
+    >>> ports = r.ports_per_path(0, 8)
+    >>> len(ports), sum(len(p) for p in ports.values())
+    (4, 65536)
+    """
+
+    fabric: Fabric
+    method: str
+    salts: np.ndarray
+    dst_port: int = 4791
+    proto: int = UDP
+    _base: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls, fabric: Fabric, seed: int, method: str = "crc32WithSalt", salt_mode: str = "per_switch",
+        dst_port: int = 4791,
+    ) -> Router:
+        return cls(fabric, method, switch_salts(fabric.num_nodes, seed, salt_mode), dst_port)
+
+    @property
+    def deterministic(self) -> bool:
+        return self.method != "random"
+
+    def base(self, src: int, dst: int) -> int:
+        """CRC-32 of (src ip, dst ip, port 0, dst port, proto); XOR ``PORT_TABLE[p]`` for port p."""
+        key = (src, dst)
+        b = self._base.get(key)
+        if b is None:
+            ip = self.fabric.host_ip
+            b = base_crc(int(ip[src]), int(ip[dst]), self.dst_port, self.proto)
+            self._base[key] = b
+        return b
+
+    def member(self, switch: int, group_size: int, crc: int) -> int:
+        """Index of the ECMP member switch ``switch`` picks for a key with CRC ``crc``."""
+        tier = int(self.fabric.node_tier[switch])
+        return switch_hash_int(crc, self.method, int(self.salts[switch]), tier) % group_size
+
+    def route(self, src: int, dst: int, src_port: int) -> Path | None:
+        """The path of the 5-tuple (src, dst, src_port) as link ids; None if it dead-ends."""
+        if not self.deterministic:
+            raise ValueError("switch.hash_method=random picks a member per packet; no fixed path")
+        fab = self.fabric
+        crc = self.base(src, dst) ^ int(PORT_TABLE[src_port])
+        link = int(fab.host_uplink[src])
+        path = [link]
+        node = int(fab.link_dst[link])
+        while node != dst:
+            group = fab.ecmp_group(node, dst)
+            if len(group) == 0:
+                return None
+            link = int(group[self.member(node, len(group), crc)] if len(group) > 1 else group[0])
+            path.append(link)
+            node = int(fab.link_dst[link])
+            if len(path) > 64:
+                raise RuntimeError("routing loop")
+        return tuple(path)
+
+    def ports_per_path(self, src: int, dst: int) -> dict[Path, np.ndarray]:
+        """Source ports (0..65535) that land on each equal-cost path from ``src`` to ``dst``.
+
+        Every path of :meth:`Fabric.paths` is a key, in that order; a path no port reaches maps to
+        an empty array.  The arrays partition 0..65535 (ports that dead-end are left out).
+        """
+        if not self.deterministic:
+            raise ConfigError("switch.hash_method=random has no inverse: members are per packet")
+        fab = self.fabric
+        out: dict[Path, np.ndarray] = {p: np.empty(0, dtype=np.int64) for p in fab.paths(src, dst)}
+        ports = np.arange(65536, dtype=np.int64)
+        crc = (np.uint32(self.base(src, dst)) ^ PORT_TABLE).astype(np.uint32)
+        first = int(fab.host_uplink[src])
+        stack = [(int(fab.link_dst[first]), (first,), ports)]
+        while stack:
+            node, path, sel = stack.pop()
+            if node == dst:
+                out[path] = np.sort(sel)
+                continue
+            group = fab.ecmp_group(node, dst)
+            if len(group) == 0:
+                continue
+            if len(group) == 1:
+                stack.append((int(fab.link_dst[group[0]]), (*path, int(group[0])), sel))
+                continue
+            tier = int(fab.node_tier[node])
+            h = switch_hash(crc[sel], self.method, int(self.salts[node]), tier)
+            members = (h % np.uint32(len(group))).astype(np.int64)
+            for m, link in enumerate(group):
+                chosen = sel[members == m]
+                stack.append((int(fab.link_dst[link]), (*path, int(link)), chosen))
+        return out
+
+    def stage_members(self, src: int, dst: int) -> list[np.ndarray]:
+        """Member index chosen at each multi-member ECMP stage, for all 65,536 ports.
+
+        Used to test stage independence: row ``i`` is stage ``i`` along the route of each port.
+        Stages are counted along each port's own route, so the list has one array per stage.
+        """
+        fab = self.fabric
+        crc = (np.uint32(self.base(src, dst)) ^ PORT_TABLE).astype(np.uint32)
+        node = np.full(65536, int(fab.link_dst[fab.host_uplink[src]]), dtype=np.int64)
+        stages: list[np.ndarray] = []
+        for _ in range(16):
+            if np.all(node == dst):
+                break
+            member = np.zeros(65536, dtype=np.int64)
+            nxt = node.copy()
+            multi = False
+            for sw in np.unique(node[node != dst]):
+                sel = node == sw
+                group = fab.ecmp_group(int(sw), dst)
+                if len(group) > 1:
+                    multi = True
+                    h = switch_hash(crc[sel], self.method, int(self.salts[sw]), int(fab.node_tier[sw]))
+                    member[sel] = (h % np.uint32(len(group))).astype(np.int64)
+                nxt[sel] = fab.link_dst[group[member[sel]]] if len(group) else dst
+            if multi:
+                stages.append(member)
+            node = nxt
+        return stages

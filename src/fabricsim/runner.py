@@ -1,0 +1,217 @@
+"""Run a scenario on an engine and assemble the :class:`~fabricsim.metrics.Result`."""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fabricsim import workloads
+from fabricsim.config.loader import load_scenario
+from fabricsim.config.models import Scenario, TopologyConfig
+from fabricsim.engine_api import EngineOutput, wire_bytes
+from fabricsim.errors import ConfigError, EngineRefusal
+from fabricsim.lb import PolicyContext, make_policy
+from fabricsim.metrics.results import Result, percentiles
+from fabricsim.rng import stream
+from fabricsim.routing.router import Router
+from fabricsim.topology import Fabric, build_fabric
+from fabricsim.workloads.base import FlowTable
+
+ENGINES = ("flow", "packet")
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_fabric(topology_json: str) -> Fabric:
+    return build_fabric(TopologyConfig.model_validate(json.loads(topology_json)))
+
+
+def fabric_of(sc: Scenario) -> Fabric:
+    """The scenario's fabric (built once per distinct topology in a process)."""
+    return _cached_fabric(json.dumps(sc.topology.model_dump(mode="json"), sort_keys=True))
+
+
+def router_of(sc: Scenario, fabric: Fabric) -> Router:
+    sw = sc.switch
+    return Router.build(fabric, sc.seed, sw.hash_method, sw.salt_mode, sc.lb.dst_port)
+
+
+@dataclass(eq=False)
+class RunContext:
+    """What a workload summarizer sees."""
+
+    scenario: Scenario
+    engine: str
+    fabric: Fabric
+    router: Router
+    flows: FlowTable
+    output: EngineOutput
+    fct_s: np.ndarray
+
+    def alone_fct_s(self, flow: int) -> float:
+        """FCT of ``flow`` alone on the idle fabric (same engine, same policy)."""
+        f = self.flows
+        sub = FlowTable(
+            f.src[[flow]], f.dst[[flow]], f.size_bytes[[flow]], np.zeros(1), f.src_port[[flow]]
+        )
+        out = _run_engine(self.scenario, self.engine, self.fabric, self.router, sub)
+        return float(out.finish_s[0])
+
+
+Summarizer = Callable[[RunContext], dict[str, Any]]
+_SUMMARIZERS: dict[str, list[Summarizer]] = {}
+
+
+def register_summarizer(kind: str) -> Callable[[Summarizer], Summarizer]:
+    """Register extra ``summary.json`` keys for a workload kind."""
+
+    def deco(fn: Summarizer) -> Summarizer:
+        _SUMMARIZERS.setdefault(kind, []).append(fn)
+        return fn
+
+    return deco
+
+
+def check_engine(sc: Scenario, engine: str) -> None:
+    """Raise :class:`EngineRefusal` (one line) if ``engine`` cannot answer this scenario."""
+    if engine not in ENGINES:
+        raise ConfigError(f"--engine: must be one of {', '.join(ENGINES)} (got {engine!r})")
+    if engine == "flow":
+        rec = sc.records
+        packet_records = [
+            k for k in ("uet_monitor", "uet_transport_stats", "switch_lb_stats", "port_stats")
+            if getattr(rec, k)
+        ]
+        if packet_records:
+            raise EngineRefusal(
+                f"records.{packet_records[0]} is packet-level detail the flow engine does not "
+                "model; use --engine packet"
+            )
+        if sc.switch.load_balancing_method != "ecmp":
+            raise EngineRefusal(
+                f"switch.load_balancing_method={sc.switch.load_balancing_method} acts per packet "
+                "on queue state; use --engine packet"
+            )
+    else:
+        if sc.lb.policy == "ideal_spray":
+            raise EngineRefusal("lb.policy=ideal_spray is the flow engine's ideal split; use --engine flow")
+
+
+def estimated_packets(sc: Scenario, flows: FlowTable) -> int:
+    """Data packets the packet engine would send (no retransmissions)."""
+    return int(np.sum(-(-flows.size_bytes // sc.nic.rdma_data_mss)))
+
+
+def _run_engine(sc: Scenario, engine: str, fabric: Fabric, router: Router, flows: FlowTable) -> EngineOutput:
+    ctx = PolicyContext(sc, fabric, router, flows, stream(sc.seed, "policy"))
+    policy = make_policy(ctx)
+    if engine == "flow":
+        from fabricsim.flowsim.engine import FlowEngine
+
+        eng: Any = FlowEngine(sc, fabric, router, flows, policy)
+    else:
+        try:
+            from fabricsim.packetsim.engine import PacketEngine
+        except ImportError:
+            raise EngineRefusal("the packet engine is not available in this build") from None
+        eng = PacketEngine(sc, fabric, router, flows, policy)
+    ctx.hooks = eng
+    out: EngineOutput = eng.run()
+    out.summary.update(policy.summary())
+    return out
+
+
+def run(scenario: str | Path | dict[str, Any] | Scenario, engine: str | None = None) -> Result:
+    """Run a scenario and return its :class:`~fabricsim.metrics.Result`.
+
+    Parameters
+    ----------
+    scenario
+        Built-in name, YAML path, dict, or :class:`Scenario`.
+    engine
+        ``"flow"`` or ``"packet"``; default: the scenario's ``engine.kind``.
+
+    Examples
+    --------
+    >>> res = run("ecmp-collision")
+    >>> res.summary["flows_total"], res.summary["flows_completed"]
+    (8, 8)
+    """
+    wall0 = time.perf_counter()
+    sc = load_scenario(scenario)
+    engine = engine or sc.engine.kind
+    check_engine(sc, engine)
+    fabric = fabric_of(sc)
+    router = router_of(sc, fabric)
+    flows = workloads.generate(sc, fabric)
+    if engine == "packet" and estimated_packets(sc, flows) > sc.engine.max_packets:
+        raise EngineRefusal(
+            f"scenario '{sc.name}' needs about {estimated_packets(sc, flows):.2g} data packets, over "
+            f"engine.max_packets={sc.engine.max_packets:.2g}; use --engine flow or a smaller workload"
+        )
+    out = _run_engine(sc, engine, fabric, router, flows)
+    return _assemble(sc, engine, fabric, router, flows, out, time.perf_counter() - wall0)
+
+
+def _assemble(
+    sc: Scenario, engine: str, fabric: Fabric, router: Router, flows: FlowTable,
+    out: EngineOutput, wall: float,
+) -> Result:
+    fct = out.finish_s - flows.start_s
+    names = np.array(fabric.host_names)
+    df = pd.DataFrame(
+        {
+            "flow_id": np.arange(len(flows), dtype=np.int64),
+            "src": names[flows.src],
+            "dst": names[flows.dst],
+            "size_bytes": flows.size_bytes,
+            "start_s": flows.start_s,
+            "finish_s": out.finish_s,
+            "fct_s": fct,
+            "path": out.path,
+            "entropy": out.entropy,
+        }
+    )
+    for col, values in flows.extra.items():
+        df[col] = values
+    done = ~np.isnan(out.finish_s)
+    mss, hdr = sc.nic.rdma_data_mss, sc.nic.header_bytes
+    summary: dict[str, Any] = {
+        "scenario": sc.name,
+        "engine": engine,
+        "seed": sc.seed,
+        "config_hash": sc.config_hash(),
+        "flows_total": len(flows),
+        "flows_completed": int(done.sum()),
+        **percentiles(fct),
+        "oversubscription": fabric.oversubscription,
+        "bytes_total": int(flows.size_bytes.sum()),
+        "bytes_delivered": int(out.delivered_bytes.sum()),
+        "wire_bytes_total": int(sum(wire_bytes(int(s), mss, hdr) for s in flows.size_bytes)),
+    }
+    summary["bytes_conserved"] = bool(
+        np.all(out.delivered_bytes[done] == flows.size_bytes[done])
+        and np.all(out.delivered_bytes <= flows.size_bytes)
+    )
+    summary.update(out.summary)
+    ctx = RunContext(sc, engine, fabric, router, flows, out, fct)
+    for fn in _SUMMARIZERS.get(sc.workload.kind, []):
+        summary.update(fn(ctx))
+    timing = {**out.timing, "total_wall_s": wall}
+    return Result(sc, summary, df, timing, dict(out.tables), dict(out.json_records))
+
+
+@register_summarizer("leaf_to_leaf")
+def _step_efficiency(ctx: RunContext) -> dict[str, Any]:
+    """A synchronized step: ideal (one message alone) / the slowest message's time."""
+    if np.isnan(ctx.fct_s).any():
+        return {"step_efficiency": 0.0}
+    ideal = ctx.alone_fct_s(0)
+    return {"step_efficiency": ideal / float(ctx.fct_s.max()), "step_ideal_s": ideal}

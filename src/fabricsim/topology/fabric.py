@@ -1,0 +1,171 @@
+"""The immutable fabric description: nodes, directed links, and ECMP groups.
+
+Hosts are nodes ``0 .. num_hosts - 1``.  A link is one direction with a rate, a delay and a
+name ``A->B``.  ECMP groups are derived from hop distances over the usable links: the group
+of switch ``s`` toward host ``d`` is every out-link of ``s`` that brings it one hop closer to
+``d``'s leaf (or the leaf's downlink to ``d``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+HOST, LEAF, SPINE, CORE = 0, 1, 2, 3
+TIER_NAMES = {HOST: "host", LEAF: "leaf", SPINE: "spine", CORE: "core"}
+
+
+@dataclass(eq=False)
+class Fabric:
+    """A built fabric.  Treat as read-only once built."""
+
+    kind: str
+    node_names: list[str]
+    node_tier: np.ndarray  # int8: HOST, LEAF (leaf/edge), SPINE (spine/agg), CORE
+    num_hosts: int
+    host_ip: np.ndarray  # uint32
+    link_src: np.ndarray  # int32 node ids
+    link_dst: np.ndarray
+    link_rate_bps: np.ndarray  # float64, degradation applied
+    link_nominal_bps: np.ndarray  # float64, before degradation
+    link_delay_ps: np.ndarray  # int64
+    link_failed: np.ndarray  # bool
+    link_names: list[str]
+    host_leaf: np.ndarray  # node id of each host's leaf
+    host_uplink: np.ndarray  # link id host -> leaf
+    host_downlink: np.ndarray  # link id leaf -> host
+    leaves: np.ndarray  # node ids of leaf/edge switches
+    top_switches: np.ndarray  # node ids whose flows the spine timeline counts
+    withdraw_failed: bool
+    oversubscription: float
+    pod_of_node: np.ndarray  # pod index (fat tree) or -1
+    out_links: list[np.ndarray] = field(default_factory=list)
+    link_index: dict[str, int] = field(default_factory=dict)
+    _dist: np.ndarray | None = None  # (num_leaves, num_nodes) hops to each leaf
+    _leaf_row: dict[int, int] = field(default_factory=dict)
+    _groups: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.node_names)
+        order = np.argsort(self.link_src, kind="stable")
+        bounds = np.searchsorted(self.link_src[order], np.arange(n + 1))
+        self.out_links = [order[bounds[i] : bounds[i + 1]] for i in range(n)]
+        self.link_index = {name: i for i, name in enumerate(self.link_names)}
+        self._leaf_row = {int(leaf): i for i, leaf in enumerate(self.leaves)}
+        self._dist = self._distances()
+
+    # -- basic facts -----------------------------------------------------------------------
+    @property
+    def num_nodes(self) -> int:
+        return len(self.node_names)
+
+    @property
+    def num_links(self) -> int:
+        return len(self.link_names)
+
+    @property
+    def host_names(self) -> list[str]:
+        return self.node_names[: self.num_hosts]
+
+    def usable(self, link: int) -> bool:
+        """Whether routing may use ``link`` (failed links are withdrawn only in withdraw mode)."""
+        return not (self.withdraw_failed and self.link_failed[link])
+
+    def host_rate_bps(self, host: int) -> float:
+        return float(self.link_rate_bps[self.host_uplink[host]])
+
+    # -- routing ---------------------------------------------------------------------------
+    def _distances(self) -> np.ndarray:
+        n = self.num_nodes
+        incoming: list[list[int]] = [[] for _ in range(n)]
+        for link in range(self.num_links):
+            if self.usable(link):
+                incoming[int(self.link_dst[link])].append(link)
+        dist = np.full((len(self.leaves), n), -1, dtype=np.int32)
+        for row, leaf in enumerate(self.leaves):
+            dist[row, leaf] = 0
+            queue = deque([int(leaf)])
+            while queue:
+                node = queue.popleft()
+                for link in incoming[node]:
+                    prev = int(self.link_src[link])
+                    if prev < self.num_hosts or dist[row, prev] >= 0:
+                        continue
+                    dist[row, prev] = dist[row, node] + 1
+                    queue.append(prev)
+        return dist
+
+    def ecmp_group(self, switch: int, dst_host: int) -> np.ndarray:
+        """Out-link ids of ``switch`` toward ``dst_host`` (the ECMP group; may be empty)."""
+        key = (switch, dst_host)
+        group = self._groups.get(key)
+        if group is None:
+            group = self._compute_group(switch, dst_host)
+            self._groups[key] = group
+        return group
+
+    def _compute_group(self, switch: int, dst_host: int) -> np.ndarray:
+        leaf = int(self.host_leaf[dst_host])
+        if switch == leaf:
+            down = int(self.host_downlink[dst_host])
+            return np.array([down] if self.usable(down) else [], dtype=np.int64)
+        assert self._dist is not None
+        dist = self._dist[self._leaf_row[leaf]]
+        here = dist[switch]
+        if here < 0:
+            return np.empty(0, dtype=np.int64)
+        links = [
+            int(link)
+            for link in self.out_links[switch]
+            if self.usable(int(link))
+            and self.link_dst[link] >= self.num_hosts
+            and dist[self.link_dst[link]] == here - 1
+        ]
+        return np.array(links, dtype=np.int64)
+
+    def paths(self, src_host: int, dst_host: int) -> list[tuple[int, ...]]:
+        """Every equal-cost path from ``src_host`` to ``dst_host`` as tuples of link ids."""
+        if src_host == dst_host:
+            return []
+        first = int(self.host_uplink[src_host])
+        out: list[tuple[int, ...]] = []
+        stack: list[tuple[int, tuple[int, ...]]] = [(int(self.link_dst[first]), (first,))]
+        while stack:
+            node, path = stack.pop()
+            if node == dst_host:
+                out.append(path)
+                continue
+            if node < self.num_hosts:
+                continue
+            for link in self.ecmp_group(node, dst_host)[::-1]:
+                stack.append((int(self.link_dst[link]), (*path, int(link))))
+        return out
+
+    def path_nodes(self, path: tuple[int, ...]) -> list[int]:
+        """Node ids along a path of link ids (source host first)."""
+        if not path:
+            return []
+        return [int(self.link_src[path[0]]), *(int(self.link_dst[link]) for link in path)]
+
+    def path_label(self, path: tuple[int, ...]) -> str:
+        """Switch names along the path joined by ``>`` (the ``path`` column)."""
+        nodes = self.path_nodes(path)[1:-1]
+        return ">".join(self.node_names[n] for n in nodes)
+
+    def path_delay_ps(self, path: tuple[int, ...]) -> int:
+        return int(sum(int(self.link_delay_ps[link]) for link in path))
+
+    def unloaded_rtt_ps(self, mss_bytes: int, header_bytes: int, ack_bytes: int = 88) -> int:
+        """Round trip of one full packet over the longest host-to-host path, and its ACK back."""
+        src, dst = 0, self.num_hosts - 1
+        paths = self.paths(src, dst) or self.paths(0, 1)
+        path = paths[0]
+        back = self.paths(dst, src)[0] if self.paths(dst, src) else path
+        rtt = 0
+        for links, size in ((path, mss_bytes + header_bytes), (back, ack_bytes)):
+            for link in links:
+                rate = max(float(self.link_nominal_bps[link]), 1.0)
+                rtt += int(self.link_delay_ps[link]) + int(size * 8 * 1e12 / rate)
+        return rtt

@@ -1,0 +1,59 @@
+"""Units: integer picoseconds, bytes and bits per second, and their converters.
+
+This is the only module where units change.  Engines keep time as integer picoseconds
+(packet engine) or float seconds (flow engine, a fluid model); rates are bits per second;
+sizes are bytes.  People-facing outputs use seconds and say so in the column name.
+
+Examples
+--------
+>>> us_to_ps(1.5)
+1500000
+>>> gbps_to_bps(400)
+400000000000
+>>> serialization_ps(4184, 400_000_000_000)
+83680
+"""
+
+from __future__ import annotations
+
+PS_PER_S = 10**12
+PS_PER_US = 10**6
+PS_PER_NS = 10**3
+KIB = 1024
+MIB = 1024**2
+GIB = 1024**3
+
+
+def us_to_ps(us: float) -> int:
+    """Microseconds to integer picoseconds (rounded to nearest)."""
+    return int(round(us * PS_PER_US))
+
+
+def s_to_ps(s: float) -> int:
+    """Seconds to integer picoseconds (rounded to nearest)."""
+    return int(round(s * PS_PER_S))
+
+
+def ps_to_s(ps: int | float) -> float:
+    """Picoseconds to float seconds."""
+    return ps / PS_PER_S
+
+
+def ps_to_us(ps: int | float) -> float:
+    """Picoseconds to float microseconds."""
+    return ps / PS_PER_US
+
+
+def gbps_to_bps(gbps: float) -> int:
+    """Gigabits per second (10^9) to integer bits per second."""
+    return int(round(gbps * 1e9))
+
+
+def serialization_ps(size_bytes: int, rate_bps: int) -> int:
+    """Time to put ``size_bytes`` on a link of ``rate_bps``, in whole picoseconds (ceiling)."""
+    return -(-(size_bytes * 8 * PS_PER_S) // rate_bps)
+
+
+def bdp_bytes(rate_bps: float, rtt_ps: int) -> int:
+    """Bandwidth-delay product in bytes of a ``rate_bps`` path with round trip ``rtt_ps``."""
+    return int(rate_bps * rtt_ps / PS_PER_S / 8)

@@ -1,0 +1,136 @@
+"""User traffic from a file: CSV/Parquet message tables, or htsim connection matrices (.cm)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fabricsim.config.models import Scenario
+from fabricsim.config.workloads import TraceWorkload
+from fabricsim.errors import ConfigError
+from fabricsim.topology.fabric import Fabric
+from fabricsim.workloads.base import FlowTable, register
+
+REQUIRED = ("src", "dst", "size_bytes", "start_s")
+_CM_LINE = re.compile(
+    r"^\s*(\d+)\s*->\s*(\d+)(?:\s+id\s+(\d+))?(?:\s+start\s+([0-9.eE+-]+))?\s+size\s+(\d+)"
+)
+
+
+def read_message_table(path: str | Path) -> pd.DataFrame:
+    """Read and check a CSV/Parquet/.cm message table; columns src, dst, size_bytes, start_s, id."""
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"workload.path: file not found: {p}")
+    if p.suffix.lower() == ".cm":
+        return read_htsim_cm(p)
+    try:
+        df = pd.read_parquet(p) if p.suffix.lower() in (".parquet", ".pq") else pd.read_csv(p)
+    except Exception as exc:  # noqa: BLE001 - any reader failure is bad user input
+        raise ConfigError(f"workload.path: cannot read {p}: {str(exc).splitlines()[0]}") from None
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise ConfigError(
+            f"workload.path: {p.name} lacks column(s) {', '.join(missing)} "
+            f"(needs {', '.join(REQUIRED)}, optional id)"
+        )
+    if len(df) == 0:
+        raise ConfigError(f"workload.path: {p.name} has no messages")
+    return _check_table(df, p.name)
+
+
+def _host_index(col: pd.Series, name: str, fname: str) -> np.ndarray:
+    if col.dtype == object:
+        text = col.astype(str).str.replace("host", "", regex=False)
+        if not text.str.fullmatch(r"\d+").all():
+            bad = col[~text.str.fullmatch(r"\d+")].iloc[0]
+            raise ConfigError(f"workload.path: {fname}: {name} '{bad}' is not a host (hostN or N)")
+        return text.astype(np.int64).to_numpy()
+    return _numeric(col, name, fname, integer=True).astype(np.int64)
+
+
+def _numeric(col: pd.Series, name: str, fname: str, integer: bool = False) -> np.ndarray:
+    vals = pd.to_numeric(col, errors="coerce")
+    if vals.isna().any():
+        row = int(np.flatnonzero(vals.isna().to_numpy())[0])
+        raise ConfigError(f"workload.path: {fname}: row {row}: {name} {col.iloc[row]!r} is not a number")
+    arr = vals.to_numpy(dtype=np.float64)
+    if integer and np.any(arr != np.round(arr)):
+        raise ConfigError(f"workload.path: {fname}: {name} must be integers")
+    return arr
+
+
+def _check_table(df: pd.DataFrame, fname: str) -> pd.DataFrame:
+    out = pd.DataFrame(
+        {
+            "src": _host_index(df["src"], "src", fname),
+            "dst": _host_index(df["dst"], "dst", fname),
+            "size_bytes": _numeric(df["size_bytes"], "size_bytes", fname, True).astype(np.int64),
+            "start_s": _numeric(df["start_s"], "start_s", fname),
+        }
+    )
+    out["id"] = _numeric(df["id"], "id", fname, True).astype(np.int64) if "id" in df else np.arange(len(df))
+    if (out["size_bytes"] <= 0).any():
+        raise ConfigError(f"workload.path: {fname}: size_bytes must be >= 1")
+    if (out["start_s"] < 0).any():
+        raise ConfigError(f"workload.path: {fname}: start_s must be >= 0")
+    if out["id"].duplicated().any():
+        raise ConfigError(f"workload.path: {fname}: id values must be unique")
+    return out.sort_values(["start_s", "id"], kind="stable").reset_index(drop=True)
+
+
+def read_htsim_cm(path: Path) -> pd.DataFrame:
+    """Read an htsim connection matrix: ``Nodes N``, ``Connections C``, then ``a->b ... size S``.
+
+    Start times are microseconds in the file; trigger-based flows and failure lines are refused.
+    """
+    rows = []
+    declared: int | None = None
+    for lineno, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        head = line.split()[0].lower()
+        if head in ("nodes", "triggers", "failures"):
+            if head == "failures" and len(line.split()) > 1 and line.split()[1] != "0":
+                raise ConfigError(f"workload.path: {path.name}:{lineno}: failure lines are not supported")
+            continue
+        if head == "connections":
+            declared = int(line.split()[1])
+            continue
+        if "trigger" in line or line.lower().startswith("failure"):
+            raise ConfigError(f"workload.path: {path.name}:{lineno}: trigger/failure lines are not supported")
+        m = _CM_LINE.match(line)
+        if not m:
+            raise ConfigError(f"workload.path: {path.name}:{lineno}: cannot parse {line!r}")
+        src, dst, fid, start, size = m.groups()
+        rows.append((int(src), int(dst), int(size), float(start or 0) * 1e-6, int(fid) if fid else len(rows)))
+    if not rows:
+        raise ConfigError(f"workload.path: {path.name} has no connections")
+    if declared is not None and declared != len(rows):
+        raise ConfigError(f"workload.path: {path.name} declares {declared} connections, has {len(rows)}")
+    df = pd.DataFrame(rows, columns=["src", "dst", "size_bytes", "start_s", "id"])
+    return _check_table(df, path.name)
+
+
+def write_htsim_cm(df: pd.DataFrame, path: str | Path, nodes: int) -> None:
+    """Write messages (src, dst, size_bytes, start_s, id) as an htsim connection matrix."""
+    lines = [f"Nodes {nodes}", f"Connections {len(df)}"]
+    for row in df.itertuples(index=False):
+        start_us = float(row.start_s) * 1e6
+        lines.append(f"{int(row.src)}->{int(row.dst)} id {int(row.id)} start {start_us:.6g} size {int(row.size_bytes)}")
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+@register("trace")
+def trace(sc: Scenario, fabric: Fabric) -> FlowTable:
+    wl = sc.workload
+    assert isinstance(wl, TraceWorkload)
+    df = read_message_table(wl.path)
+    table = FlowTable.build(sc, df["src"], df["dst"], df["size_bytes"], df["start_s"])
+    table.extra["trace_id"] = df["id"].to_numpy()
+    table.check_hosts(fabric, "workload.path")
+    return table
