@@ -1,0 +1,1 @@
+"""Built-in studies (several runs compared)."""
