@@ -11,10 +11,14 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 
 from fabricsim.errors import ConfigError
+
+try:  # typer >= 0.20 vendors click
+    from typer._click import exceptions as click_exc  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - older typer with external click
+    from click import exceptions as click_exc  # type: ignore[no-redef]
 
 app = typer.Typer(
     add_completion=False,
@@ -192,15 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         return 2
-    except click.exceptions.Abort:
+    except typer.Abort:
         typer.echo("aborted", err=True)
         return 1
-    except click.exceptions.UsageError as exc:
+    except click_exc.UsageError as exc:
         typer.echo(f"error: {exc.format_message()}", err=True)
         return 2
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return int(exc.exit_code or 0)
-    except click.exceptions.ClickException as exc:
+    except click_exc.ClickException as exc:
         typer.echo(f"error: {exc.format_message()}", err=True)
         return 2
     except Exception as exc:  # noqa: BLE001 - the contract: one line, exit 1

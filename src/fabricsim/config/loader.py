@@ -186,7 +186,18 @@ def parse_set_options(items: list[str]) -> dict[str, Any]:
         if not key:
             raise ConfigError(f"--set {item!r}: empty key")
         try:
-            out[key] = yaml.safe_load(raw) if raw.strip() else ""
+            value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError:
-            out[key] = raw
+            value = raw
+        out[key] = _number_or_text(value)
     return out
+
+
+def _number_or_text(value: Any) -> Any:
+    """YAML 1.1 reads ``1e-3`` as text; people mean a number."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value

@@ -1,0 +1,92 @@
+"""ECMP hash methods and the inverse hash on a k = 8 fat tree."""
+
+import struct
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import chisquare
+
+from fabricsim.config import TopologyConfig
+from fabricsim.routing import Router
+from fabricsim.routing.hashing import PORT_TABLE, base_crc, crc32_5tuple, fmix32, fmix32_int
+from fabricsim.topology import build_fabric
+
+FAT8 = build_fabric(TopologyConfig(kind="fat_tree", k=8))
+
+
+def test_crc_matches_zlib():
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        a, b = (int(x) for x in rng.integers(0, 2**32, 2))
+        p, q = (int(x) for x in rng.integers(0, 65536, 2))
+        key = struct.pack(">IIHHB", a, b, p, q, 17)
+        assert int(crc32_5tuple(a, b, p, q, 17)) == zlib.crc32(key)
+        assert base_crc(a, b, q) ^ int(PORT_TABLE[p]) == zlib.crc32(key)
+
+
+def test_fmix32_is_murmur3_finaliser():
+    # fmix32(0) = 0 and known avalanche of 1 (computed by hand from the constants)
+    assert fmix32_int(0) == 0
+    x = np.arange(1000, dtype=np.uint32)
+    assert len(np.unique(fmix32(x))) == 1000  # bijective on a sample
+    assert all(int(v) == fmix32_int(int(u)) for u, v in zip(x[:50], fmix32(x[:50]), strict=True))
+
+
+def _joint_counts(router, src, dst):
+    stages = router.stage_members(src, dst)
+    assert len(stages) == 2  # edge -> agg and agg -> core on an inter-pod path
+    return np.bincount(stages[0] * 4 + stages[1], minlength=16)
+
+
+@pytest.mark.parametrize("pair", [(0, 127), (5, 70), (17, 100)])
+def test_default_hash_stages_jointly_uniform(pair):
+    router = Router.build(FAT8, seed=11)
+    counts = _joint_counts(router, *pair)
+    assert counts.sum() == 65536
+    assert chisquare(counts).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("salt_mode", ["per_switch", "shared"])
+def test_crc32_is_polarized(salt_mode):
+    router = Router.build(FAT8, seed=11, method="crc32", salt_mode=salt_mode)
+    counts = _joint_counts(router, 0, 127)
+    assert (counts == 0).sum() >= 8  # linear hash: choices locked (4 of 16 cells used)
+
+
+def test_crc32offset_decorrelates_tiers():
+    router = Router.build(FAT8, seed=3, method="crc32Offset")
+    assert (_joint_counts(router, 0, 127) > 0).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    src=st.integers(0, 127), dst=st.integers(0, 127), seed=st.integers(0, 2**31),
+    method=st.sampled_from(["crc32WithSalt", "crc32"]),
+)
+def test_inverse_partitions_ports(src, dst, seed, method):
+    if src == dst:
+        return
+    router = Router.build(FAT8, seed=seed, method=method)
+    per_path = router.ports_per_path(src, dst)
+    assert list(per_path) == FAT8.paths(src, dst)
+    allp = np.concatenate(list(per_path.values()))
+    assert np.array_equal(np.sort(allp), np.arange(65536))  # a partition of 0..65535
+    empty = [p for p, v in per_path.items() if len(v) == 0]
+    if method == "crc32WithSalt":
+        assert not empty
+    elif len(per_path) == 16:
+        assert empty  # polarization leaves paths unreachable, and they are reported
+    for path, ports in per_path.items():  # the forward hash agrees with the inverse
+        for port in ports[:: max(1, len(ports) // 3)]:
+            assert router.route(src, dst, int(port)) == path
+
+
+def test_salts_depend_on_seed_and_mode():
+    a = Router.build(FAT8, seed=1).salts
+    b = Router.build(FAT8, seed=2).salts
+    c = Router.build(FAT8, seed=1, salt_mode="shared").salts
+    assert not np.array_equal(a, b)
+    assert len(np.unique(c)) == 1
