@@ -51,30 +51,34 @@ def maxmin_rates(
     rate = np.zeros(n)
     if n == 0:
         return rate
-    frozen = np.zeros(n, dtype=bool)
-    dead_links = capacity[cols] <= 0
-    frozen[rows[dead_links]] = True
-    remaining = capacity.astype(np.float64).copy()
-    nlinks = len(capacity)
     caps = np.asarray(caps, dtype=np.float64)
-    while not frozen.all():
-        live = ~frozen[rows]
-        r, c, a = rows[live], cols[live], coef[live]
-        demand = np.bincount(c, weights=a, minlength=nlinks)
-        used = demand > 0
-        share = np.full(nlinks, np.inf)
-        share[used] = remaining[used] / demand[used]
-        step = share.min()
-        headroom = caps[~frozen] - rate[~frozen]
-        step = min(step, headroom.min()) if len(headroom) else step
+    frozen = np.zeros(n, dtype=bool)
+    # perf: work in a compact index space of the links actually used
+    used_links, local = np.unique(cols, return_inverse=True)
+    cap_used = capacity[used_links].astype(np.float64)
+    frozen[rows[cap_used[local] <= 0]] = True
+    remaining = cap_used.copy()
+    tol = _REL_EPS * np.maximum(cap_used, 1.0)
+    nl = len(used_links)
+    r, c, a = rows, local, coef
+    while True:
+        live = ~frozen[r]
+        r, c, a = r[live], c[live], a[live]
+        unfrozen = np.flatnonzero(~frozen)
+        if len(unfrozen) == 0:
+            break
+        demand = np.bincount(c, weights=a, minlength=nl)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(demand > 0, remaining / demand, np.inf)
+        step = min(share.min(), (caps[unfrozen] - rate[unfrozen]).min())
         if not np.isfinite(step):  # unconstrained flows (no links, no cap)
-            rate[~frozen] = np.inf
+            rate[unfrozen] = np.inf
             break
         step = max(step, 0.0)
-        rate[~frozen] += step
+        rate[unfrozen] += step
         remaining -= step * demand
-        saturated = used & (remaining <= _REL_EPS * np.maximum(capacity, 1.0))
+        saturated = (demand > 0) & (remaining <= tol)
         remaining[saturated] = 0.0
         frozen[r[saturated[c]]] = True
-        frozen |= rate >= caps * (1 - _REL_EPS)
+        frozen[unfrozen[rate[unfrozen] >= caps[unfrozen] * (1 - _REL_EPS)]] = True
     return rate

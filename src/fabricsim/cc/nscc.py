@@ -1,0 +1,385 @@
+"""NSCC-style congestion control: a byte window driven by ECN echoes and queueing delay.
+
+A pure state machine after the Ultra Ethernet NSCC design as publicly described (see
+``docs/nscc.md`` for the algorithm, the defaults and their reasoning, and what differs from the
+UEC specification).  The packet engine calls :meth:`Nscc.on_ack`, :meth:`Nscc.on_nack` and
+:meth:`Nscc.on_timeout` with integer picosecond timestamps and reads ``cwnd_bytes``; there is no
+event loop inside and no randomness, so a sequence of calls always gives the same windows.
+
+Each unambiguous ACK measures ``delay = rtt - base_rtt`` and takes one of four actions:
+
+============  ==================  =========================================================
+ECN echo      delay vs target     action
+============  ==================  =========================================================
+no            below               proportional increase (fast increase after a window near 0)
+no            at or above         fair (additive) increase
+yes           at or above         multiplicative decrease, at most once per base RTT
+yes           below               no change (left to load balancing)
+============  ==================  =========================================================
+
+Increases accumulate and are applied once per base RTT or once per window of ACKed bytes.
+Quick adapt cuts the window to the bytes ACKed in the last base-RTT period after a NACK, a
+timeout or a very high delay.
+
+Examples
+--------
+>>> from fabricsim.cc.base import CcParams
+>>> cc = Nscc(CcParams(100e9, 6_000_000, 4184, 75_000))
+>>> cc.cwnd_bytes, cc.nscc.target_delay_ps
+(75000.0, 2838880)
+>>> cc.on_ack(0, 4184, 12_000_000, ecn=True, inflight_bytes=70_000)  # far above target
+>>> round(cc.cwnd_bytes)
+55243
+>>> cc.on_nack(1_000, 4184); round(cc.cwnd_bytes)
+51059
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from fabricsim.cc.base import CcParams, CongestionControl, register_cc
+from fabricsim.errors import ConfigError
+from fabricsim.units import PS_PER_S, serialization_ps
+
+# Defaults, as multiples of the path's BDP, base RTT or one packet's serialization time.
+TARGET_RTT_FRACTION = 0.25  # target queueing delay: this fraction of the base RTT ...
+TARGET_PACKETS = 4  # ... plus this many full packets' serialization at line rate
+MAX_CWND_BDP = 1.5  # window ceiling (raised to BDP + target queue + 1 MTU if larger)
+PROPORTIONAL_INCREASE_BDP = 0.1  # per base RTT at zero delay
+FAIR_INCREASE_BDP = 0.02  # per base RTT, above the target delay
+QA_DELAY_TARGETS = 4  # "very high delay" for quick adapt, in target delays
+
+
+@dataclass(frozen=True, slots=True)
+class NsccParams:
+    """NSCC knobs; build with :meth:`from_cc` to derive the defaults from the path.
+
+    Attributes
+    ----------
+    mtu_bytes : int
+        Wire bytes of one full packet; a timeout shrinks the window by this much.
+    target_delay_ps : int
+        Queueing delay (RTT minus base RTT) the controller steers towards, ps.
+    min_cwnd_bytes, max_cwnd_bytes : float
+        Window bounds, bytes.
+    initial_cwnd_bytes : float
+        Window at creation, bytes.
+    proportional_increase_bytes : float
+        Window growth per base RTT while the delay is zero; scaled down linearly to nothing
+        at the target delay, bytes.
+    fair_increase_bytes : float
+        Additive window growth per base RTT when the delay is at or above target without
+        ECN, bytes.
+    fast_increase_delay_ps : int
+        A delay at or below this counts as "near zero" for fast increase, ps.
+    fast_increase_gain : float
+        In fast increase each ACK grows the window by this fraction of the ACKed bytes, on
+        top of the proportional increase (0.5: the window grows 1.5 x per round trip).
+    md_gain : float
+        Multiplicative decrease: the window is multiplied by
+        ``1 - md_gain * (avg_delay - target) / avg_delay`` ...
+    md_min_factor : float
+        ... but never by less than this factor.
+    md_wait_sampled_rtt : bool
+        If True, after a decrease the next one also waits for the RTT sample that triggered
+        it (so packets sent after the cut can report back); if False, only one base RTT.
+    delay_ewma_gain : float
+        Weight of each new delay sample in the averaged delay (per ACK).
+    qa_delay_ps : int
+        A delay sample at or above this arms quick adapt, ps.
+    """
+
+    mtu_bytes: int
+    target_delay_ps: int
+    min_cwnd_bytes: float
+    max_cwnd_bytes: float
+    initial_cwnd_bytes: float
+    proportional_increase_bytes: float
+    fair_increase_bytes: float
+    fast_increase_delay_ps: int
+    fast_increase_gain: float
+    md_gain: float
+    md_min_factor: float
+    md_wait_sampled_rtt: bool
+    delay_ewma_gain: float
+    qa_delay_ps: int
+
+    def __post_init__(self) -> None:
+        checks = [
+            ("mtu_bytes", self.mtu_bytes > 0, "must be > 0"),
+            ("target_delay_ps", self.target_delay_ps > 0, "must be > 0"),
+            ("min_cwnd_bytes", self.min_cwnd_bytes > 0, "must be > 0"),
+            ("max_cwnd_bytes", self.max_cwnd_bytes >= self.min_cwnd_bytes, ">= min_cwnd_bytes"),
+            (
+                "initial_cwnd_bytes",
+                self.min_cwnd_bytes <= self.initial_cwnd_bytes <= self.max_cwnd_bytes,
+                "must lie in [min_cwnd_bytes, max_cwnd_bytes]",
+            ),
+            ("proportional_increase_bytes", self.proportional_increase_bytes >= 0, ">= 0"),
+            ("fair_increase_bytes", self.fair_increase_bytes >= 0, ">= 0"),
+            ("fast_increase_delay_ps", self.fast_increase_delay_ps >= 0, ">= 0"),
+            ("fast_increase_gain", self.fast_increase_gain >= 0, ">= 0"),
+            ("md_gain", 0 < self.md_gain <= 1, "must lie in (0, 1]"),
+            ("md_min_factor", 0 < self.md_min_factor <= 1, "must lie in (0, 1]"),
+            ("delay_ewma_gain", 0 < self.delay_ewma_gain <= 1, "must lie in (0, 1]"),
+            ("qa_delay_ps", self.qa_delay_ps > self.target_delay_ps, "> target_delay_ps"),
+        ]
+        for name, ok, allowed in checks:
+            if not ok:
+                raise ConfigError(f"nscc.{name}: {getattr(self, name)!r} is invalid; {allowed}")
+
+    @classmethod
+    def from_cc(cls, cc: CcParams, **overrides: Any) -> NsccParams:
+        """Defaults derived from the path's BDP and the target delay, then ``overrides``.
+
+        Derived defaults follow the overrides they depend on (a larger ``target_delay_ps``
+        raises ``qa_delay_ps`` and the window ceiling).
+
+        Examples
+        --------
+        >>> cc = CcParams(100e9, 6_000_000, 4184, 75_000)
+        >>> p = NsccParams.from_cc(cc, target_delay_ps=3_000_000)
+        >>> p.qa_delay_ps, p.max_cwnd_bytes
+        (12000000, 116684.0)
+        """
+        allowed = {f.name for f in fields(cls)}
+        for key in sorted(set(overrides) - allowed):
+            raise ConfigError(
+                f"nscc.{key}: unknown parameter; allowed: {', '.join(sorted(allowed))}"
+            )
+        mtu = int(overrides.get("mtu_bytes", cc.mtu_bytes))
+        packet_ps = serialization_ps(mtu, max(1, int(cc.line_rate_bps)))
+        target = int(
+            overrides.get(
+                "target_delay_ps",
+                int(cc.base_rtt_ps * TARGET_RTT_FRACTION) + TARGET_PACKETS * packet_ps,
+            )
+        )
+        bdp = float(cc.bdp_bytes)
+        target_bytes = cc.line_rate_bps * target / PS_PER_S / 8
+        min_cwnd = float(overrides.get("min_cwnd_bytes", mtu))
+        max_cwnd = float(
+            overrides.get("max_cwnd_bytes", max(MAX_CWND_BDP * bdp, bdp + target_bytes + mtu))
+        )
+        values: dict[str, Any] = {
+            "mtu_bytes": mtu,
+            "target_delay_ps": target,
+            "min_cwnd_bytes": min_cwnd,
+            "max_cwnd_bytes": max_cwnd,
+            "initial_cwnd_bytes": min(max_cwnd, max(min_cwnd, bdp)),
+            "proportional_increase_bytes": PROPORTIONAL_INCREASE_BDP * bdp,
+            "fair_increase_bytes": FAIR_INCREASE_BDP * bdp,
+            "fast_increase_delay_ps": packet_ps,
+            "fast_increase_gain": 0.5,
+            "md_gain": 0.5,
+            "md_min_factor": 0.5,
+            "md_wait_sampled_rtt": True,
+            "delay_ewma_gain": 0.125,
+            "qa_delay_ps": QA_DELAY_TARGETS * target,
+        }
+        values.update(overrides)
+        return cls(**values)
+
+
+@register_cc("nscc")
+class Nscc(CongestionControl):
+    """NSCC-style window control (window only: ``pacing_bps`` stays None).
+
+    Parameters
+    ----------
+    params : CcParams
+        What the sender knows of its path (line rate, initial base RTT, MTU, BDP).
+    nscc : NsccParams, optional
+        Knobs; default ``NsccParams.from_cc(params)``.
+
+    Attributes
+    ----------
+    cwnd_bytes : float
+        The sending window, bytes, always within ``[min_cwnd_bytes, max_cwnd_bytes]``.
+    base_rtt_ps : int
+        The lowest RTT seen (starts at ``params.base_rtt_ps``), ps.
+    avg_delay_ps : float
+        EWMA of the queueing delay samples, ps.
+    pending_increase_bytes : float
+        Increase accumulated since the last application to the window, bytes.
+    fast_increase : bool
+        Whether fast increase is engaged.
+    decreases, quick_adapts, fast_increases : int
+        How many multiplicative decreases, quick-adapt cuts and fast-increase entries so far.
+    """
+
+    name = "nscc"
+
+    def __init__(self, params: CcParams, nscc: NsccParams | None = None) -> None:
+        super().__init__(params)
+        self.nscc = nscc if nscc is not None else NsccParams.from_cc(params)
+        self.cwnd_bytes = float(self.nscc.initial_cwnd_bytes)
+        self.pacing_bps = None
+        self.avg_delay_ps = 0.0  # starts at the first sample
+        self._samples = 0
+        self.pending_increase_bytes = 0.0
+        self.fast_increase = False
+        self.decreases = 0
+        self.quick_adapts = 0
+        self.fast_increases = 0
+        self.acked_in_period_bytes = 0  # bytes ACKed since the quick-adapt period began
+        self._near_zero_bytes = 0  # bytes ACKed in a row with near-zero delay
+        self._acked_since_apply = 0  # bytes ACKed since increases were last applied
+        self._apply_start_ps: int | None = None  # when increases were last applied
+        self._period_start_ps: int | None = None  # when the quick-adapt period began
+        self._qa_armed = False
+        self._hold_until_ps = 0  # after a quick-adapt cut, delay actions pause until then
+        self._last_md_ps: int | None = None
+        self._md_gap_ps = 0
+
+    # ------------------------------------------------------------------ engine calls
+
+    def on_ack(
+        self, now_ps: int, acked_bytes: int, rtt_ps: int | None, ecn: bool, inflight_bytes: int
+    ) -> None:
+        """An ACK for ``acked_bytes`` arrived; ``rtt_ps`` is an unambiguous sample or None.
+
+        Ambiguous ACKs (``rtt_ps`` None, e.g. for a retransmitted packet) count towards the
+        quick-adapt period and the increase window but take no delay or ECN action.
+        """
+        self._tick(now_ps)
+        self.acked_in_period_bytes += acked_bytes
+        self._acked_since_apply += acked_bytes
+        if rtt_ps is not None:
+            self._on_sample(now_ps, acked_bytes, rtt_ps, ecn)
+        self._maybe_apply(now_ps)
+        self._clamp()
+
+    def on_nack(self, now_ps: int, nacked_bytes: int) -> None:
+        """A NACK (trimmed packet): shrink by ``nacked_bytes`` and arm quick adapt."""
+        self._on_loss(now_ps, nacked_bytes)
+
+    def on_timeout(self, now_ps: int) -> None:
+        """A retransmission timeout: shrink by one packet (MTU) and arm quick adapt."""
+        self._on_loss(now_ps, self.nscc.mtu_bytes)
+
+    # ------------------------------------------------------------------ internals
+
+    def _tick(self, now_ps: int) -> None:
+        """Start the clocks on the first call; close the quick-adapt period once it is over."""
+        if self._period_start_ps is None or self._apply_start_ps is None:
+            self._period_start_ps = now_ps
+            self._apply_start_ps = now_ps
+            return
+        if now_ps - self._period_start_ps >= self.base_rtt_ps:
+            if self._qa_armed:
+                self._quick_adapt(now_ps)
+            self._period_start_ps = now_ps
+            self.acked_in_period_bytes = 0
+
+    def _quick_adapt(self, now_ps: int) -> None:
+        """Cut the window to what was ACKed in the period that just ended."""
+        self._qa_armed = False
+        achieved = float(self.acked_in_period_bytes)
+        if achieved >= self.cwnd_bytes:
+            return
+        self.cwnd_bytes = max(self.nscc.min_cwnd_bytes, achieved)
+        self.quick_adapts += 1
+        self._hold_until_ps = now_ps + self.base_rtt_ps
+        self._restart_increase(now_ps)
+        self._stop_fast_increase()
+
+    def _on_sample(self, now_ps: int, acked_bytes: int, rtt_ps: int, ecn: bool) -> None:
+        """Delay bookkeeping and the four-quadrant action for one unambiguous RTT sample."""
+        p = self.nscc
+        if rtt_ps < self.base_rtt_ps:
+            self.base_rtt_ps = rtt_ps
+        delay = rtt_ps - self.base_rtt_ps
+        if self._samples == 0:
+            self.avg_delay_ps = float(delay)
+        else:
+            self.avg_delay_ps += p.delay_ewma_gain * (delay - self.avg_delay_ps)
+        self._samples += 1
+        if now_ps < self._hold_until_ps:  # ACKs of packets sent before the last cut
+            self._stop_fast_increase()
+            return
+        if delay >= p.qa_delay_ps:
+            self._qa_armed = True
+        high = delay >= p.target_delay_ps
+        if ecn and high:
+            self._multiplicative_decrease(now_ps, rtt_ps)
+        elif ecn:
+            self._stop_fast_increase()  # congestion on this path only: load balancing's job
+        elif high:
+            self._stop_fast_increase()
+            self.pending_increase_bytes += p.fair_increase_bytes * acked_bytes / self.cwnd_bytes
+        else:
+            self._proportional_increase(acked_bytes, delay)
+
+    def _proportional_increase(self, acked_bytes: int, delay_ps: int) -> None:
+        """Grow in proportion to the room below target; fast increase near zero delay."""
+        p = self.nscc
+        if delay_ps <= p.fast_increase_delay_ps:
+            if self.fast_increase:  # on top of the proportional increase below
+                self.cwnd_bytes += p.fast_increase_gain * acked_bytes
+            else:
+                self._near_zero_bytes += acked_bytes
+                if self._near_zero_bytes >= self.cwnd_bytes:
+                    self.fast_increase = True
+                    self.fast_increases += 1
+        else:
+            self._stop_fast_increase()
+        room = (p.target_delay_ps - delay_ps) / p.target_delay_ps
+        self.pending_increase_bytes += (
+            p.proportional_increase_bytes * room * acked_bytes / self.cwnd_bytes
+        )
+
+    def _multiplicative_decrease(self, now_ps: int, rtt_ps: int) -> None:
+        """Cut by how far the averaged delay exceeds target, at most once per base RTT.
+
+        With ``md_wait_sampled_rtt`` the next cut also waits ``rtt_ps`` (the RTT now), so
+        that it can see the effect of this one.
+        """
+        p = self.nscc
+        self._stop_fast_increase()
+        if self._last_md_ps is not None and now_ps < self._last_md_ps + self._md_gap_ps:
+            return
+        avg = self.avg_delay_ps
+        if avg <= p.target_delay_ps:
+            return  # the average has not caught up yet; the next ECN-marked ACK retries
+        factor = max(p.md_min_factor, 1.0 - p.md_gain * (avg - p.target_delay_ps) / avg)
+        self.cwnd_bytes *= factor
+        self.decreases += 1
+        self._last_md_ps = now_ps
+        self._md_gap_ps = rtt_ps if p.md_wait_sampled_rtt else self.base_rtt_ps
+        self._restart_increase(now_ps)
+
+    def _on_loss(self, now_ps: int, lost_bytes: int) -> None:
+        """Shared by NACK and timeout: shrink now, and quick adapt at the period's end."""
+        self._tick(now_ps)
+        self.cwnd_bytes -= lost_bytes
+        if now_ps >= self._hold_until_ps:
+            self._qa_armed = True
+        self.pending_increase_bytes = 0.0
+        self._stop_fast_increase()
+        self._clamp()
+
+    def _maybe_apply(self, now_ps: int) -> None:
+        """Apply the pending increase once per window of ACKed bytes or per base RTT."""
+        assert self._apply_start_ps is not None
+        if (
+            self._acked_since_apply >= self.cwnd_bytes
+            or now_ps - self._apply_start_ps >= self.base_rtt_ps
+        ):
+            self.cwnd_bytes += self.pending_increase_bytes
+            self._restart_increase(now_ps)
+
+    def _restart_increase(self, now_ps: int) -> None:
+        self.pending_increase_bytes = 0.0
+        self._acked_since_apply = 0
+        self._apply_start_ps = now_ps
+
+    def _stop_fast_increase(self) -> None:
+        self.fast_increase = False
+        self._near_zero_bytes = 0
+
+    def _clamp(self) -> None:
+        p = self.nscc
+        self.cwnd_bytes = min(p.max_cwnd_bytes, max(p.min_cwnd_bytes, self.cwnd_bytes))
