@@ -173,6 +173,24 @@ def ports(
         typer.echo(f"paths no port reaches: {', '.join(result['empty_paths'])}")
 
 
+@app.command("export-trace")
+def export_trace(
+    scenario: Annotated[str, typer.Argument(help="YAML path or built-in name")],
+    fmt: Annotated[str, typer.Option("--format", help="htsim (.cm) or csv")] = "csv",
+    out: Annotated[Path, typer.Option("--out", help="file to write")] = Path("trace.csv"),
+    set_: SetOpt = None,
+    seed: Annotated[int | None, typer.Option("--seed")] = None,
+) -> None:
+    """Write the scenario's traffic (messages) as CSV or an htsim connection matrix."""
+    from fabricsim.workloads.trace import export_messages
+
+    if fmt not in ("htsim", "csv"):
+        raise ConfigError(f"--format: must be htsim or csv (got {fmt!r})")
+    sc = _scenario(scenario, set_, seed)
+    count = export_messages(sc, fmt, out)
+    typer.echo(f"wrote {count} messages to {out}")
+
+
 def _register_optional() -> None:
     """Commands whose modules arrive with later capabilities."""
     import importlib

@@ -26,6 +26,7 @@ class EngineOutput:
     timing: dict[str, Any] = field(default_factory=dict)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     json_records: dict[str, Any] = field(default_factory=dict)
+    start_s: np.ndarray | None = None  # actual start (dependent flows start when released)
 
 
 def wire_bytes(size_bytes: int, mss: int, header_bytes: int) -> int:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from fabricsim.engine_api import EngineOutput, wire_bytes
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.metrics.results import Result, percentiles
+from fabricsim.metrics.summaries import RunContext, register_summarizer, summarizers_for
 from fabricsim.rng import stream
 from fabricsim.routing.router import Router
 from fabricsim.topology import Fabric, build_fabric
@@ -41,42 +40,6 @@ def fabric_of(sc: Scenario) -> Fabric:
 def router_of(sc: Scenario, fabric: Fabric) -> Router:
     sw = sc.switch
     return Router.build(fabric, sc.seed, sw.hash_method, sw.salt_mode, sc.lb.dst_port)
-
-
-@dataclass(eq=False)
-class RunContext:
-    """What a workload summarizer sees."""
-
-    scenario: Scenario
-    engine: str
-    fabric: Fabric
-    router: Router
-    flows: FlowTable
-    output: EngineOutput
-    fct_s: np.ndarray
-
-    def alone_fct_s(self, flow: int) -> float:
-        """FCT of ``flow`` alone on the idle fabric (same engine, same policy)."""
-        f = self.flows
-        sub = FlowTable(
-            f.src[[flow]], f.dst[[flow]], f.size_bytes[[flow]], np.zeros(1), f.src_port[[flow]]
-        )
-        out = _run_engine(self.scenario, self.engine, self.fabric, self.router, sub)
-        return float(out.finish_s[0])
-
-
-Summarizer = Callable[[RunContext], dict[str, Any]]
-_SUMMARIZERS: dict[str, list[Summarizer]] = {}
-
-
-def register_summarizer(kind: str) -> Callable[[Summarizer], Summarizer]:
-    """Register extra ``summary.json`` keys for a workload kind."""
-
-    def deco(fn: Summarizer) -> Summarizer:
-        _SUMMARIZERS.setdefault(kind, []).append(fn)
-        return fn
-
-    return deco
 
 
 def check_engine(sc: Scenario, engine: str) -> None:
@@ -112,10 +75,13 @@ def estimated_packets(sc: Scenario, flows: FlowTable) -> int:
 def _run_engine(sc: Scenario, engine: str, fabric: Fabric, router: Router, flows: FlowTable) -> EngineOutput:
     ctx = PolicyContext(sc, fabric, router, flows, stream(sc.seed, "policy"))
     policy = make_policy(ctx)
-    if engine == "flow":
+    if engine == "flow" and sc.engine.flow_model == "open_loop":
+        from fabricsim.flowsim.open_loop import OpenLoopEngine
+        eng: Any = OpenLoopEngine(sc, fabric, router, flows, policy)
+    elif engine == "flow":
         from fabricsim.flowsim.engine import FlowEngine
 
-        eng: Any = FlowEngine(sc, fabric, router, flows, policy)
+        eng = FlowEngine(sc, fabric, router, flows, policy)
     else:
         try:
             from fabricsim.packetsim.engine import PacketEngine
@@ -164,7 +130,8 @@ def _assemble(
     sc: Scenario, engine: str, fabric: Fabric, router: Router, flows: FlowTable,
     out: EngineOutput, wall: float,
 ) -> Result:
-    fct = out.finish_s - flows.start_s
+    start = flows.start_s if out.start_s is None else np.where(np.isnan(out.start_s), flows.start_s, out.start_s)
+    fct = out.finish_s - start
     names = np.array(fabric.host_names)
     df = pd.DataFrame(
         {
@@ -172,7 +139,7 @@ def _assemble(
             "src": names[flows.src],
             "dst": names[flows.dst],
             "size_bytes": flows.size_bytes,
-            "start_s": flows.start_s,
+            "start_s": start,
             "finish_s": out.finish_s,
             "fct_s": fct,
             "path": out.path,
@@ -202,8 +169,11 @@ def _assemble(
     )
     summary.update(out.summary)
     ctx = RunContext(sc, engine, fabric, router, flows, out, fct)
-    for fn in _SUMMARIZERS.get(sc.workload.kind, []):
-        summary.update(fn(ctx))
+    for fn in summarizers_for(sc.workload.kind):
+        extra = fn(ctx)
+        for col, values in extra.pop("_columns", {}).items():
+            df[col] = values
+        summary.update(extra)
     timing = {**out.timing, "total_wall_s": wall}
     return Result(sc, summary, df, timing, dict(out.tables), dict(out.json_records))
 

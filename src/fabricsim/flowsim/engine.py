@@ -59,10 +59,12 @@ class FlowEngine:
         self.conns: list[list[_Conn]] = [[] for _ in range(n)]
         self.pending_conns = np.zeros(n, dtype=np.int64)
         self.finish = np.full(n, np.nan)
+        self.started = np.full(n, np.nan)
         self.entropy = np.full(n, -1, dtype=np.int64)
         self.labels = [""] * n
         self.waiting_deps = np.zeros(n, dtype=np.int64)
         self.dependents: list[list[int]] = [[] for _ in range(n)]
+        self.deps: list[list[int]] = []
         self.top_index = {int(s): i for i, s in enumerate(fabric.top_switches)}
         self.top_active = np.zeros(len(fabric.top_switches), dtype=np.int64)
         self.top_peak = np.zeros(len(fabric.top_switches), dtype=np.int64)
@@ -121,6 +123,7 @@ class FlowEngine:
     def _arrive(self, flow: int) -> None:
         f = self.flows
         src, dst = int(f.src[flow]), int(f.dst[flow])
+        self.started[flow] = self.now
         conns = self.policy.connections(flow)
         self.pending_conns[flow] = len(conns)
         first = conns[0].src_port
@@ -199,7 +202,8 @@ class FlowEngine:
             for nxt in self.dependents[flow]:
                 self.waiting_deps[nxt] -= 1
                 if self.waiting_deps[nxt] == 0:
-                    self._push(max(float(self.flows.start_s[nxt]), self.finish[flow]), _ARRIVAL, nxt)
+                    ready = max(float(self.finish[d]) for d in self.deps[nxt])
+                    self._push(max(float(self.flows.start_s[nxt]), ready), _ARRIVAL, nxt)
         self.dirty = True
 
     def _recompute(self) -> None:
@@ -233,7 +237,7 @@ class FlowEngine:
     def run(self) -> EngineOutput:
         wall0 = time.perf_counter()
         f = self.flows
-        deps = f.depends_on or [[] for _ in range(len(f))]
+        deps = self.deps = f.depends_on or [[] for _ in range(len(f))]
         for flow, dep in enumerate(deps):
             self.waiting_deps[flow] = len(dep)
             for d in dep:
@@ -308,6 +312,7 @@ class FlowEngine:
             delivered_bytes=delivered.round().astype(np.int64),
             path=self.labels,
             entropy=self.entropy,
+            start_s=self.started,
             summary={
                 "events": int(self.events),
                 "sim_end_s": float(min(self.now, limit)),
