@@ -77,6 +77,7 @@ def _run_engine(sc: Scenario, engine: str, fabric: Fabric, router: Router, flows
     policy = make_policy(ctx)
     if engine == "flow" and sc.engine.flow_model == "open_loop":
         from fabricsim.flowsim.open_loop import OpenLoopEngine
+
         eng: Any = OpenLoopEngine(sc, fabric, router, flows, policy)
     elif engine == "flow":
         from fabricsim.flowsim.engine import FlowEngine

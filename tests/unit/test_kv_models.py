@@ -165,8 +165,8 @@ def test_rank_zipf_reproducible() -> None:
         ),
         ({"min_tokens": 0}, r"workload\.prompt_min_tokens must be >= 1 \(got 0\)"),
         ({"max_tokens": 1.5}, r"workload\.prompt_max_tokens must be an integer"),
-        ({"theta": -0.1}, r"workload\.prompt_zipf_theta must be >= 0 \(got -0\.1\)"),
-        ({"theta": float("nan")}, r"workload\.prompt_zipf_theta must be >= 0"),
+        ({"theta": -0.1}, r"workload\.prompt_theta must be >= 0 \(got -0\.1\)"),
+        ({"theta": float("nan")}, r"workload\.prompt_theta must be >= 0"),
     ],
 )
 def test_rank_zipf_validation(kwargs: dict, pattern: str) -> None:
@@ -220,13 +220,13 @@ def test_prompt_trace_malformed(tmp_path, content: str, problem: str) -> None:
     with pytest.raises(ValueError) as e:
         load_prompt_trace(path)
     msg = str(e.value)
-    assert msg.startswith(f"workload.prompt_trace: {path}: ")
+    assert msg.startswith(f"workload.prompt_path: {path}: ")
     assert problem in msg
     assert "\n" not in msg
 
 
 def test_prompt_trace_missing_file(tmp_path) -> None:
-    with pytest.raises(ValueError, match=r"workload\.prompt_trace: .*nope\.csv: cannot read"):
+    with pytest.raises(ValueError, match=r"workload\.prompt_path: .*nope\.csv: cannot read"):
         load_prompt_trace(tmp_path / "nope.csv")
 
 
@@ -334,7 +334,7 @@ def test_table_model_malformed(tmp_path, content: str, problem: str) -> None:
     with pytest.raises(ValueError) as e:
         TableGpuModel.from_csv(path)
     msg = str(e.value)
-    assert msg.startswith(f"workload.gpu_table: {path}: ")
+    assert msg.startswith(f"workload.gpu_profile_path: {path}: ")
     assert problem in msg
     assert "\n" not in msg
 

@@ -171,6 +171,9 @@ class SwitchConfig(_Model):
     trimming: bool = Field(True, description="trim payloads of a full queue (else drop-tail)")
     ecn_min_bytes: int | None = Field(None, ge=0, description="ECN marking starts, bytes")
     ecn_max_bytes: int | None = Field(None, ge=0, description="ECN marks every packet, bytes")
+    header_buffer_bytes: int | None = Field(
+        None, ge=1, description="packet engine: priority (header/ACK) queue per port, bytes"
+    )
 
 
 class RecordsConfig(_Model):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 
 class _Workload(BaseModel):
@@ -48,52 +48,128 @@ class LeafToLeafWorkload(_Workload):
 
 
 class KvCacheWorkload(_Workload):
-    """Disaggregated inference: prefill hosts send KV caches to decode hosts."""
+    """Disaggregated inference: prefill hosts send KV caches to decode hosts (ARK, ``001``).
+
+    One request = one KV-cache flow of ``prompt_tokens x kv_bytes_per_token`` bytes from a random
+    prefill host to a random decode host, starting at the request's Poisson arrival.
+    TTFT = prefill(L) + KV-flow FCT + first decode step(L) (GPU latency model or CSV table).
+    """
 
     kind: Literal["kv_cache"] = "kv_cache"
     qps: float = Field(25.0, gt=0, le=1e6, description="Poisson request rate, requests/s")
     requests: int = Field(1000, ge=1, le=10_000_000, description="number of requests")
-    model: str = Field("llama-3-8b", description="model catalog name")
-    kv_bytes_per_token: int | None = Field(None, ge=1, description="override the model's")
+    model: str = Field("llama-3-8b", description="model catalog name (KV bytes/token, GPU model)")
+    kv_bytes_per_token: int | None = Field(
+        None, ge=1, description="KV-cache bytes per token, overriding the model's"
+    )
     prompt: Literal["zipf", "fixed", "trace"] = Field("zipf", description="prompt lengths")
     prompt_theta: float = Field(0.7, ge=0, le=10, description="rank-Zipf exponent")
     prompt_min_tokens: int = Field(1000, ge=1, description="rank-Zipf minimum, tokens")
     prompt_max_tokens: int = Field(52_600, ge=1, description="rank-Zipf maximum, tokens")
     prompt_tokens: int = Field(13_300, ge=1, description="fixed prompt length, tokens")
-    prompt_path: str | None = Field(None, description="CSV of prompt_tokens (prompt: trace)")
+    prompt_path: str | None = Field(
+        None, description="CSV of prompt_tokens (prompt: trace), used in file order, wrapping"
+    )
     prefill_hosts: list[int] | None = Field(None, description="default: the first half")
     decode_hosts: list[int] | None = Field(None, description="default: the second half")
     gpu: str = Field("h100", description="GPU of the analytical latency model")
-    gpu_profile_path: str | None = Field(None, description="CSV: prompt_tokens,prefill_s,decode_s")
+    gpu_profile_path: str | None = Field(
+        None, description="CSV: prompt_tokens,prefill_s,decode_s (replaces the analytical model)"
+    )
 
-    @model_validator(mode="after")
-    def _tokens_ordered(self) -> KvCacheWorkload:
-        if self.prompt_min_tokens > self.prompt_max_tokens:
-            raise ValueError(
-                "prompt_min_tokens must be <= prompt_max_tokens "
-                f"(got {self.prompt_min_tokens} > {self.prompt_max_tokens})"
-            )
-        if self.prompt == "trace" and not self.prompt_path:
-            raise ValueError("prompt: trace needs prompt_path (a CSV with prompt_tokens)")
-        return self
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, v: str) -> str:
+        from fabricsim.workloads.kv_models import MODELS  # lazy: workloads import config
+
+        if v not in MODELS:
+            raise ValueError(f"unknown model; allowed: {', '.join(MODELS)} (got {v!r})")
+        return v
+
+    @field_validator("gpu")
+    @classmethod
+    def _known_gpu(cls, v: str) -> str:
+        from fabricsim.workloads.kv_models import GPUS
+
+        if v not in GPUS:
+            raise ValueError(f"unknown GPU; allowed: {', '.join(GPUS)} (got {v!r})")
+        return v
+
+    @field_validator("prompt_max_tokens")
+    @classmethod
+    def _tokens_ordered(cls, v: int, info: ValidationInfo) -> int:
+        lo = info.data.get("prompt_min_tokens")
+        if lo is not None and v < lo:
+            raise ValueError(f"must be >= workload.prompt_min_tokens={lo} (got {v})")
+        return v
+
+    @field_validator("prompt_path")
+    @classmethod
+    def _trace_has_path(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("prompt") == "trace" and not v:
+            raise ValueError("needed when workload.prompt is trace: a CSV with prompt_tokens")
+        return v
 
 
 class MoeWorkload(_Workload):
-    """MoE all-to-all dispatch from a GPU-level demand matrix."""
+    """MoE all-to-all dispatch (``003``): one flow per non-zero entry of a GPU-level matrix.
+
+    One NIC per GPU: GPU ``i`` is host ``i``.  ``matrix``: ``zipf`` (synthetic token routing
+    to Zipf-popular experts), ``pure_zipf`` (the paper's D_ij = T/(j H_N) on a bipartite
+    non-blocking mapping: senders are hosts 0..N-1, receiver rank j is host N+j-1), ``file``
+    (CSV or .npy, N x N) or ``chakra`` (MLCommons Chakra execution traces).  Intra-server
+    blocks (``gpus_per_server``) travel over NVLink and are removed, except for pure_zipf.
+    The shape fields left null come from ``model`` (a preset) or the generic defaults.
+    """
 
     kind: Literal["moe"] = "moe"
-    matrix: Literal["zipf", "pure_zipf", "file"] = Field("zipf", description="matrix source")
-    path: str | None = Field(None, description="CSV/.npy matrix or Chakra trace (matrix: file)")
-    zipf_s: float = Field(0.5, ge=0, le=10, description="expert popularity skew")
-    tokens_per_gpu: int = Field(256, ge=1, description="tokens each GPU dispatches")
-    top_k: int = Field(8, ge=1, le=64, description="experts per token")
-    experts: int | None = Field(None, ge=1, description="experts (default 4 per GPU)")
-    hidden_size: int = Field(7168, ge=1, description="token hidden size")
-    bytes_per_element: int = Field(1, ge=1, le=8, description="bytes per hidden element")
-    gpus_per_server: int = Field(8, ge=1, description="NVLink domain: intra-server removed")
-    total_bytes_per_sender: int = Field(4_000_000, ge=1, description="pure_zipf: T, bytes")
-    scheduler: Literal["round_robin", "rate_based"] = Field("round_robin", description="sender")
+    matrix: Literal["zipf", "pure_zipf", "file", "chakra"] = Field(
+        "zipf", description="matrix source"
+    )
+    path: str | None = Field(
+        None, description="file: CSV/.npy N x N matrix; chakra: a .et file or a directory"
+    )
+    units: Literal["bytes", "tokens"] = Field(
+        "bytes", description="file matrices: entries in bytes or in tokens (x token bytes)"
+    )
+    model: Literal["deepseek-v3", "qwen3-235b"] | None = Field(
+        None, description="shape preset: hidden size, experts, top-k, bytes per element"
+    )
+    gpus: int | None = Field(
+        None, ge=2, description="GPUs (default: every host; pure_zipf: half the hosts)"
+    )
+    zipf_s: float = Field(0.5, ge=0, le=10, description="expert popularity Zipf exponent")
+    tokens_per_gpu: int = Field(256, ge=1, le=1_000_000, description="tokens each GPU dispatches")
+    top_k: int | None = Field(None, ge=1, le=64, description="experts per token (default 8)")
+    experts: int | None = Field(
+        None, ge=1, le=1_000_000, description="routed experts (default: model's, else 4 per GPU)"
+    )
+    hidden_size: int | None = Field(None, ge=1, description="token hidden size (default 7168)")
+    bytes_per_element: int | None = Field(
+        None, ge=1, le=8, description="bytes per hidden element (default 1, FP8)"
+    )
+    shuffle_experts: bool = Field(
+        True, description="popularity ranks given to experts in random order (else expert 0 first)"
+    )
+    gpus_per_server: int = Field(8, ge=1, description="NVLink domain: intra-server traffic removed")
+    total_bytes_per_sender: int = Field(
+        4_000_000, ge=1, description="pure_zipf: T, bytes each sender sends"
+    )
+    trace_groups: dict[str, list[int]] | None = Field(
+        None, description="chakra: process group name -> ranks (default: every rank)"
+    )
+    scheduler: Literal["round_robin", "rate_based"] = Field(
+        "round_robin", description="sender scheduler: round robin, or paced at R_ij x line rate"
+    )
     start_s: float = Field(0.0, ge=0, description="dispatch start, s")
+
+    @model_validator(mode="after")
+    def _needs_path(self) -> MoeWorkload:
+        if self.matrix in ("file", "chakra") and not self.path:
+            raise ValueError(f"matrix: {self.matrix} needs workload.path")
+        if self.top_k is not None and self.experts is not None and self.top_k > self.experts:
+            raise ValueError(f"top_k ({self.top_k}) must be <= experts ({self.experts})")
+        return self
 
 
 class CollectiveWorkload(_Workload):

@@ -1,6 +1,6 @@
 """Load-balancing path policies, selected by ``lb.policy`` from a registry."""
 
-from fabricsim.lb import static  # noqa: F401  (registers policies)
+from fabricsim.lb import ark, static  # noqa: F401  (registers policies)
 from fabricsim.lb.base import (
     SPRAY_ALL,
     Connection,

@@ -16,7 +16,8 @@ generate a prefill -> decode KV-cache transfer workload as in the ARK paper:
 
 Every random draw comes from a :class:`numpy.random.Generator` passed in by
 the caller; nothing here touches global random state.  Invalid inputs raise
-:class:`ValueError` with a one-line message naming the offending field.
+:class:`~fabricsim.errors.ConfigError` (a ``ValueError``) with a one-line message naming the
+offending field, so the command line reports it as bad input (exit code 2).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+
+from fabricsim.errors import ConfigError
 
 __all__ = [
     "CALIBRATION_GPU",
@@ -119,15 +122,15 @@ class ModelSpec:
         ):
             value = getattr(self, field)
             if not _is_int(value) or value <= 0:
-                raise ValueError(f"ModelSpec.{field} must be a positive integer (got {value!r})")
+                raise ConfigError(f"ModelSpec.{field} must be a positive integer (got {value!r})")
         if self.active_params > self.params:
-            raise ValueError(
+            raise ConfigError(
                 f"ModelSpec.active_params must be <= ModelSpec.params "
                 f"(got {self.active_params} > {self.params})"
             )
         override = self.kv_bytes_per_token_override
         if override is not None and (not _is_int(override) or override <= 0):
-            raise ValueError(
+            raise ConfigError(
                 f"ModelSpec.kv_bytes_per_token_override must be a positive integer or None "
                 f"(got {override!r})"
             )
@@ -261,14 +264,14 @@ def get_model(name: str) -> ModelSpec:
 
     Raises
     ------
-    ValueError
+    ConfigError
         If ``name`` is not in the catalog.
     """
     try:
         return MODELS[name]
     except (KeyError, TypeError):
         allowed = ", ".join(MODELS)
-        raise ValueError(f"workload.model: unknown model {name!r}; allowed: {allowed}") from None
+        raise ConfigError(f"workload.model: unknown model {name!r}; allowed: {allowed}") from None
 
 
 # --------------------------------------------------------------------------- #
@@ -277,9 +280,9 @@ def get_model(name: str) -> ModelSpec:
 def _check_int_field(field: str, value: object, minimum: int) -> int:
     """Validate that ``value`` is an integer >= ``minimum``; return it as int."""
     if not _is_int(value):
-        raise ValueError(f"{field} must be an integer (got {value!r})")
+        raise ConfigError(f"{field} must be an integer (got {value!r})")
     if int(value) < minimum:  # type: ignore[call-overload]
-        raise ValueError(f"{field} must be >= {minimum} (got {value})")
+        raise ConfigError(f"{field} must be >= {minimum} (got {value})")
     return int(value)  # type: ignore[call-overload]
 
 
@@ -302,7 +305,7 @@ class RankZipf:
 
     Raises
     ------
-    ValueError
+    ConfigError
         If a parameter is out of range; the message names the
         ``workload.prompt_*`` field.
     """
@@ -311,14 +314,14 @@ class RankZipf:
         lo = _check_int_field("workload.prompt_min_tokens", min_tokens, 1)
         hi = _check_int_field("workload.prompt_max_tokens", max_tokens, 1)
         if lo > hi:
-            raise ValueError(
+            raise ConfigError(
                 "workload.prompt_min_tokens must be <= workload.prompt_max_tokens "
                 f"(got {lo} > {hi})"
             )
         if isinstance(theta, bool) or not isinstance(theta, int | float | np.number):
-            raise ValueError(f"workload.prompt_zipf_theta must be a number (got {theta!r})")
+            raise ConfigError(f"workload.prompt_theta must be a number (got {theta!r})")
         if not math.isfinite(theta) or theta < 0:
-            raise ValueError(f"workload.prompt_zipf_theta must be >= 0 (got {theta})")
+            raise ConfigError(f"workload.prompt_theta must be >= 0 (got {theta})")
         self.min_tokens, self.max_tokens, self.theta = lo, hi, float(theta)
         ranks = np.arange(1, hi - lo + 2, dtype=np.float64)
         weights = ranks ** (-self.theta)
@@ -378,7 +381,7 @@ class FixedLength:
 
     Raises
     ------
-    ValueError
+    ConfigError
         If ``tokens`` is not a positive integer (field ``workload.prompt_tokens``).
     """
 
@@ -407,10 +410,10 @@ def _read_csv_strings(path: str | PathLike[str], field: str) -> pd.DataFrame:
     try:
         frame = pd.read_csv(path, header=None, dtype=str, keep_default_na=False)
     except pd.errors.EmptyDataError:
-        raise ValueError(f"{field}: {path}: file is empty") from None
+        raise ConfigError(f"{field}: {path}: file is empty") from None
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"{field}: {path}: cannot read CSV ({first})") from None
+        raise ConfigError(f"{field}: {path}: cannot read CSV ({first})") from None
     return frame.apply(lambda col: col.str.strip())
 
 
@@ -423,15 +426,15 @@ def _first_bad(values: pd.Series, bad: npt.NDArray[np.bool_]) -> tuple[int, str]
 def _parse_int_column(values: pd.Series, field: str, path: object, column: str) -> np.ndarray:
     """Parse a column of strings as positive int64; row numbers are file lines."""
     if values.empty:
-        raise ValueError(f"{field}: {path}: no data rows in column {column!r}")
+        raise ConfigError(f"{field}: {path}: no data rows in column {column!r}")
     bad = ~values.str.fullmatch(_INT_PATTERN).to_numpy(dtype=bool)
     if bad.any():
         line, text = _first_bad(values, bad)
-        raise ValueError(f"{field}: {path}: line {line}: {text!r} is not an integer")
+        raise ConfigError(f"{field}: {path}: line {line}: {text!r} is not an integer")
     parsed = values.map(int).to_numpy(dtype=np.int64)
     if (parsed <= 0).any():
         line, text = _first_bad(values, parsed <= 0)
-        raise ValueError(f"{field}: {path}: line {line}: {column} must be > 0 (got {text})")
+        raise ConfigError(f"{field}: {path}: line {line}: {column} must be > 0 (got {text})")
     return parsed
 
 
@@ -454,11 +457,11 @@ def load_prompt_trace(path: str | PathLike[str]) -> npt.NDArray[np.int64]:
 
     Raises
     ------
-    ValueError
-        One line naming ``workload.prompt_trace``, the file and the problem
+    ConfigError
+        One line naming ``workload.prompt_path``, the file and the problem
         (unreadable/empty file, missing column, non-integer or <= 0 value).
     """
-    field = "workload.prompt_trace"
+    field = "workload.prompt_path"
     frame = _read_csv_strings(path, field)
     header = [str(v) for v in frame.iloc[0]]
     if "prompt_tokens" in header:
@@ -466,7 +469,7 @@ def load_prompt_trace(path: str | PathLike[str]) -> npt.NDArray[np.int64]:
     elif frame.shape[1] == 1:
         column = frame.iloc[:, 0]
     else:
-        raise ValueError(
+        raise ConfigError(
             f"{field}: {path}: missing column 'prompt_tokens' (found {frame.shape[1]} columns: "
             f"{', '.join(header)}); expected a 'prompt_tokens' column or a single column of ints"
         )
@@ -498,7 +501,7 @@ class GpuSpec:
         for field in ("peak_flops", "hbm_bytes_per_s"):
             value = getattr(self, field)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise ValueError(f"GpuSpec.{field} must be a positive number (got {value!r})")
+                raise ConfigError(f"GpuSpec.{field} must be a positive number (got {value!r})")
 
 
 GPUS: dict[str, GpuSpec] = {
@@ -513,12 +516,12 @@ GPUS: dict[str, GpuSpec] = {
 
 
 def get_gpu(name: str) -> GpuSpec:
-    """Look up a GPU in :data:`GPUS`; unknown names raise ``ValueError`` (``workload.gpu``)."""
+    """Look up a GPU in :data:`GPUS`; unknown names raise ``ConfigError`` (``workload.gpu``)."""
     try:
         return GPUS[name]
     except (KeyError, TypeError):
         allowed = ", ".join(GPUS)
-        raise ValueError(f"workload.gpu: unknown GPU {name!r}; allowed: {allowed}") from None
+        raise ConfigError(f"workload.gpu: unknown GPU {name!r}; allowed: {allowed}") from None
 
 
 class GpuLatencyModel(Protocol):
@@ -537,16 +540,16 @@ def _tokens_array(tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Convert token counts to float64, rejecting negative or non-finite values."""
     arr = np.asarray(tokens, dtype=np.float64)
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError("tokens must be finite and >= 0")
+        raise ConfigError("tokens must be finite and >= 0")
     return arr
 
 
 def _check_efficiency(field: str, value: float) -> float:
     """Validate an efficiency factor in (0, 1]."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
-        raise ValueError(f"{field} must be a number in (0, 1] (got {value!r})")
+        raise ConfigError(f"{field} must be a number in (0, 1] (got {value!r})")
     if not (math.isfinite(value) and 0 < value <= 1):
-        raise ValueError(f"{field} must be in (0, 1] (got {value:.6g})")
+        raise ConfigError(f"{field} must be in (0, 1] (got {value:.6g})")
     return float(value)
 
 
@@ -665,7 +668,7 @@ class AnalyticalGpuModel:
 
         Raises
         ------
-        ValueError
+        ConfigError
             If a time is not positive or implies an efficiency above 1
             (faster than the roofline).
         """
@@ -681,9 +684,9 @@ class AnalyticalGpuModel:
 def _check_calibration_target(field: str, value: float, floor: float, what: str) -> None:
     """Reject a non-positive target time or one below the roofline ``floor`` (s)."""
     if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"calibration {field} must be > 0 (got {value})")
+        raise ConfigError(f"calibration {field} must be > 0 (got {value})")
     if value < floor:
-        raise ValueError(
+        raise ConfigError(
             f"calibration {field}={value:g} s is faster than the {what} ({floor:.6g} s)"
         )
 
@@ -734,7 +737,7 @@ def _parse_time_column(values: pd.Series, field: str, path: object, column: str)
     bad = ~np.isfinite(parsed) | (parsed <= 0)
     if bad.any():
         line, text = _first_bad(values, bad)
-        raise ValueError(
+        raise ConfigError(
             f"{field}: {path}: line {line}: {column} must be a number > 0 (got {text!r})"
         )
     return parsed
@@ -766,19 +769,19 @@ class TableGpuModel:
         decode_s: npt.ArrayLike,
         source: str = "<table>",
     ):
-        field = "workload.gpu_table"
+        field = "workload.gpu_profile_path"
         tok = np.asarray(prompt_tokens, dtype=np.float64)
         pre = np.asarray(prefill_s, dtype=np.float64)
         dec = np.asarray(decode_s, dtype=np.float64)
         if tok.ndim != 1 or tok.size == 0 or pre.shape != tok.shape or dec.shape != tok.shape:
-            raise ValueError(f"{field}: {source}: need equal-length, non-empty 1-D columns")
+            raise ConfigError(f"{field}: {source}: need equal-length, non-empty 1-D columns")
         if np.any(tok <= 0) or np.any(tok != np.round(tok)):
-            raise ValueError(f"{field}: {source}: prompt_tokens must be positive integers")
+            raise ConfigError(f"{field}: {source}: prompt_tokens must be positive integers")
         if np.any(np.diff(tok) <= 0):
-            raise ValueError(f"{field}: {source}: prompt_tokens must be sorted and unique")
+            raise ConfigError(f"{field}: {source}: prompt_tokens must be sorted and unique")
         for name, col in (("prefill_s", pre), ("decode_s", dec)):
             if not np.all(np.isfinite(col)) or np.any(col <= 0):
-                raise ValueError(f"{field}: {source}: {name} must be finite and > 0")
+                raise ConfigError(f"{field}: {source}: {name} must be finite and > 0")
         self.source = source
         self._tokens, self._prefill, self._decode = tok, pre, dec
 
@@ -788,15 +791,15 @@ class TableGpuModel:
 
         Raises
         ------
-        ValueError
-            One line naming ``workload.gpu_table``, the file and the problem.
+        ConfigError
+            One line naming ``workload.gpu_profile_path``, the file and the problem.
         """
-        field = "workload.gpu_table"
+        field = "workload.gpu_profile_path"
         frame = _read_csv_strings(path, field)
         header = [str(v) for v in frame.iloc[0]]
         missing = [c for c in _TABLE_COLUMNS if c not in header]
         if missing:
-            raise ValueError(
+            raise ConfigError(
                 f"{field}: {path}: missing column(s) {', '.join(missing)} "
                 f"(need {', '.join(_TABLE_COLUMNS)}; found {', '.join(header)})"
             )
@@ -847,16 +850,16 @@ def poisson_arrivals(
 
     Raises
     ------
-    ValueError
+    ConfigError
         ``"workload.qps must be > 0 (got ...)"`` or a bad ``n``/``start_s``.
     """
     if isinstance(qps, bool) or not isinstance(qps, int | float | np.number):
-        raise ValueError(f"workload.qps must be a number (got {qps!r})")
+        raise ConfigError(f"workload.qps must be a number (got {qps!r})")
     if not (math.isfinite(qps) and qps > 0):
-        raise ValueError(f"workload.qps must be > 0 (got {qps:g})")
+        raise ConfigError(f"workload.qps must be > 0 (got {qps:g})")
     count = _check_int_field("n", n, 0)
     if not math.isfinite(start_s):
-        raise ValueError(f"start_s must be finite (got {start_s})")
+        raise ConfigError(f"start_s must be finite (got {start_s})")
     return start_s + np.cumsum(rng.exponential(1.0 / qps, size=count))
 
 
@@ -890,7 +893,7 @@ def random_pairs(
     for field, hosts in (("prefill_hosts", prefill_hosts), ("decode_hosts", decode_hosts)):
         arr = np.asarray(hosts)
         if arr.ndim != 1 or arr.size == 0:
-            raise ValueError(f"{field} must be a non-empty 1-D array (got shape {arr.shape})")
+            raise ConfigError(f"{field} must be a non-empty 1-D array (got shape {arr.shape})")
         pools.append(arr)
     src = pools[0][rng.integers(0, pools[0].size, size=count)]
     dst = pools[1][rng.integers(0, pools[1].size, size=count)]

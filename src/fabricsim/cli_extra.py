@@ -1,0 +1,69 @@
+"""The ``sweep`` and ``report`` commands, registered on :data:`fabricsim.cli.app`.
+
+``cli.py`` imports this module when it exists; no model logic lives here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fabricsim.cli import EngineOpt, SetOpt, app
+
+ListOpt = list[str] | None
+
+
+@app.command()
+def sweep(
+    scenario: Annotated[str, typer.Argument(help="YAML path or built-in name")],
+    out: Annotated[Path, typer.Option("--out", help="sweep directory (resumed if it exists)")],
+    grid: Annotated[
+        ListOpt, typer.Option("--grid", help="KEY=V1,V2,... a grid axis; repeatable")
+    ] = None,
+    zip_: Annotated[
+        ListOpt, typer.Option("--zip", help="KEY=V1,V2,... keys varied together; repeatable")
+    ] = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="seeds per parameter set")] = 1,
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="local worker processes (default: CPUs)")
+    ] = None,
+    scheduler: Annotated[
+        str | None, typer.Option("--scheduler", help="Dask scheduler, e.g. tcp://host:8786")
+    ] = None,
+    connect_timeout: Annotated[
+        float, typer.Option("--connect-timeout", help="seconds to reach the scheduler")
+    ] = 5.0,
+    engine: EngineOpt = None,
+    set_: SetOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="print nothing but errors")] = False,
+) -> None:
+    """Run a scenario over a parameter grid x seeds; one result per point, sweep.parquet."""
+    import sys
+
+    from fabricsim.sweep import describe, failure_error, plan_sweep, run_sweep
+
+    plan = plan_sweep(scenario, grid or [], zip_ or [], seeds, set_ or [], engine)
+    outcome = run_sweep(
+        plan, out, workers=workers, scheduler=scheduler, timeout_s=connect_timeout,
+        progress=not quiet and sys.stderr.isatty(),
+    )  # fmt: skip
+    if not quiet:
+        typer.echo(describe(outcome))
+    error = failure_error(outcome)
+    if error is not None:
+        raise error
+
+
+@app.command()
+def report(
+    directory: Annotated[Path, typer.Argument(help="a run or sweep output directory")],
+    quiet: Annotated[bool, typer.Option("--quiet", help="print nothing but errors")] = False,
+) -> None:
+    """Write DIR/report.html: a self-contained HTML report of a run or a sweep."""
+    from fabricsim.report import write_report
+
+    path = write_report(directory)
+    if not quiet:
+        typer.echo(f"wrote {path}")

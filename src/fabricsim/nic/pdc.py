@@ -1,0 +1,366 @@
+"""Packet Delivery Contexts: the sender's reliability state of one connection, and its receiver.
+
+A :class:`Pdc` sends one connection's bytes (a message, or one share of it) as PSNs
+``0 .. npkts-1`` of ``RdmaDataMSS`` payload bytes plus a header.  Per PSN it keeps a state
+(unsent, outstanding, lost awaiting retransmission, acknowledged), the send time of its latest
+transmission (which identifies it), and its timeout count.
+
+* Window: ``inflight`` wire bytes of outstanding packets may not exceed the congestion
+  controller's ``cwnd_bytes`` (one packet always fits in an empty window).
+* ACKs are selective: a cumulative PSN plus a 64-bit bitmap from a base PSN; every newly
+  acknowledged PSN is counted once.  A NACK (trimmed packet) of the latest transmission of an outstanding PSN
+  marks it lost.  A retransmission timeout (``rto << timeouts``: exponential backoff) marks it
+  lost too; a PSN that times out more than ``nic.max_retries`` times fails the connection.
+* REPS's early failure detection: ``FailureDetectionRTTMultiplier x base RTT`` after a
+  transmission, if still unacknowledged, it is one path failure for its entropy value (nothing
+  is retransmitted).
+* Timers: one pending event per PDC for each of the RTO and failure-detection deadlines; the
+  deadlines sit in send-ordered queues (one per timeout level) checked when the timer fires.
+
+:class:`RxState` is the receiver's side: received PSNs as a cumulative point plus a bitmap of
+what arrived beyond it (no reorder buffer: payload is written as it arrives).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from fabricsim.packetsim.core import DATA, Packet
+
+if TYPE_CHECKING:
+    from fabricsim.cc.base import CongestionControl
+    from fabricsim.nic.nic import Nic, NicEnv, PdcGroup
+    from fabricsim.nic.spraying import SprayingStrategy
+
+UNSENT, OUT, LOST, ACKED = 0, 1, 2, 3
+
+
+class RxState:
+    """Receiver side of a PDC: ``cum`` = first PSN not received; bit j of ``win`` = PSN cum+j."""
+
+    __slots__ = ("cum", "win", "count", "bytes", "done_ps", "unacked", "group", "dups")
+
+    def __init__(self) -> None:
+        self.cum = self.win = self.count = self.bytes = self.unacked = self.dups = 0
+        self.done_ps = -1
+        self.group: PdcGroup | None = None
+
+
+class Pdc:
+    """Sender state of one connection (see the module docstring)."""
+
+    # fmt: off
+
+    __slots__ = (
+        "flow", "index", "src", "dst", "local_port", "size", "npkts", "mss", "wire_full",
+        "wire_last", "last_payload", "next_psn", "st", "sent_ts", "tmo", "una", "ack_w",
+        "acked_pkts", "acked_bytes", "inflight", "retx", "group", "spray", "cc", "nic", "env",
+        "in_active", "closed", "failed", "rx", "rto_q", "rto_at", "rto_tok", "fd_q", "fd_at",
+        "rate_cap_bps", "next_send_ps", "wake_pending", "first_ev", "labels", "sent",
+        "retransmitted", "paced", "rkey", "rkey_back",
+    )
+
+    # fmt: on
+
+    def __init__(
+        self,
+        env: NicEnv,
+        nic: Nic,
+        flow: int,
+        index: int,
+        dst: int,
+        size: int,
+        local_port: int,
+        cc: CongestionControl,
+        rate_cap_bps: float = float("inf"),
+    ) -> None:
+        mss, hdr = env.mss, env.hdr
+        self.env, self.nic, self.flow, self.index = env, nic, flow, index
+        self.src, self.dst, self.local_port, self.size = nic.host, dst, local_port, size
+        self.npkts = max(1, -(-size // mss))
+        self.mss = mss
+        self.last_payload = size - (self.npkts - 1) * mss
+        self.wire_full, self.wire_last = mss + hdr, self.last_payload + hdr
+        self.next_psn = 0
+        self.st = bytearray(self.npkts)
+        self.sent_ts = [0] * self.npkts
+        self.tmo = bytearray(self.npkts)
+        self.una = self.ack_w = 0
+        self.acked_pkts = self.acked_bytes = self.inflight = 0
+        self.retx: deque[int] = deque()
+        self.group: PdcGroup | None = None
+        self.spray: SprayingStrategy | Any = None
+        self.cc = cc
+        self.in_active = self.closed = self.failed = self.wake_pending = False
+        self.rx = RxState()
+        self.rto_q: list[deque[tuple[int, int, int, int]]] = [deque()]
+        self.rto_at = -1
+        self.rto_tok = 0
+        self.fd_q: deque[tuple[int, int, int, int]] = deque()
+        self.fd_at = -1
+        self.rate_cap_bps = rate_cap_bps
+        self.paced = rate_cap_bps != float("inf")
+        self.rkey = ((self.src << 20) | dst) << 16  # | entropy: the route cache key
+        self.rkey_back = ((dst << 20) | self.src) << 16  # ... of its ACKs
+        self.next_send_ps = 0
+        self.first_ev = -1
+        self.labels: dict[str, None] = {}
+        self.sent = self.retransmitted = 0
+
+    # -- sending ---------------------------------------------------------------------------
+    def sendable(self) -> bool:
+        """Whether it has anything to send (ignoring window and pacing)."""
+        return not self.closed and (bool(self.retx) or self.next_psn < self.npkts)
+
+    def next_packet(self) -> Packet | None:
+        """The next data packet if the window and pacing allow, else None."""
+        if self.closed:
+            return None
+        rq = self.retx
+        if rq:
+            st = self.st
+            while rq and st[rq[0]] != LOST:
+                rq.popleft()
+        if rq:
+            psn = rq[0]
+        else:
+            psn = self.next_psn
+            if psn >= self.npkts:
+                return None
+        size = self.wire_last if psn == self.npkts - 1 else self.wire_full
+        inflight = self.inflight
+        cc = self.cc
+        if inflight and inflight + size > cc.cwnd_bytes:
+            return None
+        if (self.paced or cc.pacing_bps is not None) and not self._pace(size):
+            return None
+        retx = bool(rq)
+        if retx:
+            rq.popleft()
+            self.retransmitted += 1
+            self.nic.retransmissions += 1
+        else:
+            self.next_psn = psn + 1
+        # perf: the packet is built here, not in a helper (one call less per data packet)
+        env = self.env
+        now = env.sim.now
+        spray = self.spray
+        mon = env.monitor
+        if mon is not None:
+            state, cache = getattr(spray, "state", None), getattr(spray, "count", None)
+        ev = spray.next_entropy()
+        route = env.routes.cache.get(self.rkey | ev)
+        if route is None:
+            route = env.routes.get(self.src, self.dst, ev)
+        pkt = env.pool.get()
+        pkt.kind = DATA
+        pkt.pdc = self
+        pkt.dst = self.dst
+        pkt.psn = psn
+        pkt.size = size
+        pkt.payload = size - env.hdr
+        pkt.entropy = ev
+        pkt.hops = route.hops
+        pkt.hop = 0
+        pkt.ts = now
+        self.st[psn] = OUT
+        self.sent_ts[psn] = now
+        self.inflight = inflight + size
+        level = self.tmo[psn]
+        deadline = now + (env.rto_ps << level)
+        if level:
+            while level >= len(self.rto_q):
+                self.rto_q.append(deque())
+        self.rto_q[level].append((deadline, psn, now, ev))
+        if self.rto_at < 0 or deadline < self.rto_at:
+            self._arm_rto(deadline)
+        if env.fd_mult:
+            fd = now + int(env.fd_mult * cc.base_rtt_ps)
+            self.fd_q.append((fd, psn, now, ev))
+            if self.fd_at < 0:
+                self.fd_at = fd
+                env.sim.at(fd, self._on_fd)
+        self.sent += 1
+        if self.first_ev < 0:
+            self.first_ev = ev
+        self.labels[route.label] = None
+        if mon is not None:
+            mon.append(
+                (
+                    now,
+                    retx,
+                    self.flow,
+                    psn,
+                    ev,
+                    spray.explored,
+                    spray.reason,
+                    route.label,
+                    state,
+                    cache,
+                )
+            )
+        if env.spine is not None:
+            env.spine.touch(route.tops, self.flow)
+        return pkt
+
+    def _pace(self, size: int) -> bool:
+        now = self.env.sim.now
+        if now < self.next_send_ps:
+            if not self.wake_pending:
+                self.wake_pending = True
+                self.env.sim.at(self.next_send_ps, self._wake)
+            return False
+        rate = self.rate_cap_bps
+        if self.cc.pacing_bps is not None:
+            rate = min(rate, self.cc.pacing_bps)
+        self.next_send_ps = now + int(size * 8e12 / max(rate, 1.0))
+        return True
+
+    def _wake(self, _: Any) -> None:
+        self.wake_pending = False
+        if self.sendable():
+            self.nic.activate(self)
+
+    # -- feedback --------------------------------------------------------------------------
+    def on_ack(self, pkt: Packet) -> None:
+        """Selective ACK: cumulative ``cack``, bitmap ``sack`` (bit j = PSN ``sbase`` + j)."""
+        env = self.env
+        if self.closed:
+            env.pool.put(pkt)
+            return
+        una = self.una
+        d = pkt.cack - una
+        full = (1 << d) - 1 if d > 0 else 0
+        d = pkt.sbase - una
+        full |= pkt.sack << d if d >= 0 else pkt.sack >> -d
+        new = full & ~self.ack_w
+        acked = 0
+        if new:
+            w = self.ack_w | new
+            st, last = self.st, self.npkts - 1
+            while new:
+                low = new & -new
+                new ^= low
+                psn = una + low.bit_length() - 1
+                size = self.wire_last if psn == last else self.wire_full
+                if st[psn] == OUT:
+                    self.inflight -= size
+                st[psn] = ACKED
+                acked += size
+                self.acked_pkts += 1
+                self.acked_bytes += size - env.hdr
+            if w & 1:
+                t = ((~w) & (w + 1)).bit_length() - 1
+                w >>= t
+                self.una = una + t
+            self.ack_w = w
+        ev, ecn, ts = pkt.entropy, pkt.ecn, pkt.ts
+        env.pool.put(pkt)
+        if self.spray.feedback:
+            self.spray.on_ack(ev, ecn)
+        now = env.sim.now
+        self.cc.on_ack(now, acked, now - ts, ecn, self.inflight)
+        if self.acked_pkts == self.npkts:
+            self._close()
+        elif not self.in_active and (self.retx or self.next_psn < self.npkts):
+            self.nic.activate(self)
+
+    def on_nack(self, pkt: Packet) -> None:
+        """NACK of a trimmed packet: if it is the latest transmission, retransmit the PSN."""
+        psn, ts, ev = pkt.psn, pkt.ts, pkt.entropy
+        self.env.pool.put(pkt)
+        if self.closed or self.st[psn] != OUT or self.sent_ts[psn] != ts:
+            return
+        size = self._lose(psn)
+        self.nic.nacks += 1
+        if self.spray.feedback:
+            self.spray.on_nack(ev)
+        self.cc.on_nack(self.env.sim.now, size)
+        if not self.in_active:
+            self.nic.activate(self)
+
+    def _lose(self, psn: int) -> int:
+        size = self.wire_last if psn == self.npkts - 1 else self.wire_full
+        self.st[psn] = LOST
+        self.inflight -= size
+        self.retx.append(psn)
+        return size
+
+    # -- timers ----------------------------------------------------------------------------
+    def _arm_rto(self, deadline: int) -> None:
+        self.rto_at = deadline
+        self.rto_tok += 1
+        self.env.sim.at(deadline, self._on_rto, self.rto_tok)
+
+    def _on_rto(self, tok: int) -> None:
+        if tok != self.rto_tok or self.closed:
+            return
+        self.rto_at = -1
+        now = self.env.sim.now
+        st, ts = self.st, self.sent_ts
+        nxt = -1
+        for q in self.rto_q:
+            while q:
+                deadline, psn, t0, ev = q[0]
+                if st[psn] != OUT or ts[psn] != t0:
+                    q.popleft()
+                    continue
+                if deadline > now:
+                    break
+                q.popleft()
+                self._timeout(psn, ev)
+                if self.closed:
+                    return
+            if q and (nxt < 0 or q[0][0] < nxt):
+                nxt = q[0][0]
+        if nxt >= 0 and (self.rto_at < 0 or nxt < self.rto_at):
+            self._arm_rto(nxt)
+        if not self.in_active and self.retx:
+            self.nic.activate(self)
+
+    def _timeout(self, psn: int, ev: int) -> None:
+        self.tmo[psn] += 1
+        self.nic.timeouts += 1
+        if self.tmo[psn] > self.env.max_retries:
+            self.fail()
+            return
+        self._lose(psn)
+        if self.spray.feedback:
+            self.spray.on_path_failure(ev)
+        self.cc.on_timeout(self.env.sim.now)
+
+    def _on_fd(self, _: Any) -> None:
+        self.fd_at = -1
+        if self.closed:
+            return
+        now = self.env.sim.now
+        st, ts, q = self.st, self.sent_ts, self.fd_q
+        while q:
+            deadline, psn, t0, ev = q[0]
+            if st[psn] != OUT or ts[psn] != t0:
+                q.popleft()
+                continue
+            if deadline > now:
+                break
+            q.popleft()
+            self.nic.early_failures += 1
+            self.spray.on_path_failure(ev)
+        if q:
+            self.fd_at = q[0][0]
+            self.env.sim.at(self.fd_at, self._on_fd)
+
+    # -- end -------------------------------------------------------------------------------
+    def _close(self) -> None:
+        self.closed = True
+        self.rto_q = [deque()]
+        self.fd_q.clear()
+        self.nic.release(self.group)
+
+    def fail(self) -> None:
+        """Give up (retry limit): the message is reported unfinished."""
+        if self.closed:
+            return
+        self.failed = True
+        self._close()
+        self.env.on_tx_failed(self)

@@ -1,0 +1,445 @@
+"""The packet-level engine: discrete events in integer picoseconds over the scenario's fabric.
+
+:class:`PacketEngine` builds one output port per directed link (:mod:`.core`), one UET-style
+NIC per host (:mod:`fabricsim.nic`), and the route cache of the switches' forwarding
+(:mod:`.forwarding`); it starts each flow's connections (from the path policy) at the flow's
+start time, runs the event loop to the simulated-time limit, and returns the same per-flow
+outputs as the flow engine (:class:`~fabricsim.engine_api.EngineOutput`).
+
+Defaults derived here (each overridable in the scenario):
+
+* base RTT: ``nic.initial_base_rtt_us`` (``auto``: the fabric's unloaded RTT);
+* port buffer: ``switch.buffer_bytes``, else ``switch.buffer_bdp`` x (port rate x base RTT);
+  priority (header) queue: ``switch.header_buffer_bytes``, else the same size;
+* ECN: ``switch.ecn_min_bytes`` / ``ecn_max_bytes``, else 20 % / 80 % of the buffer;
+* RTO: ``nic.rto_us``, else 2 x (max(base RTT, unloaded RTT) + the drain time of every full
+  switch buffer on the longest path): 8 x base RTT for a two-tier fabric at 1 BDP buffers;
+* time limit: ``engine.time_limit_s``, else last start + 4 x all wire bytes at the slowest
+  host rate + the full RTO backoff ``rto x 2^(max_retries + 1)`` + 1 ms.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from fabricsim.cc import CcParams, make_cc
+from fabricsim.config.models import Scenario
+from fabricsim.engine_api import EngineOutput, wire_bytes
+from fabricsim.errors import EngineRefusal
+from fabricsim.lb.base import SPRAY_ALL, PathPolicy
+from fabricsim.nic.nic import Nic, NicEnv
+from fabricsim.nic.pdc import Pdc
+from fabricsim.nic.spraying import exploration_window_packets
+from fabricsim.packetsim import records as rec
+from fabricsim.packetsim.core import (
+    ACK,
+    DropSink,
+    HostPort,
+    Packet,
+    PacketPool,
+    Port,
+    RandomPool,
+    Sim,
+)
+from fabricsim.packetsim.forwarding import RouteTable, make_forwarding
+from fabricsim.rng import stream
+from fabricsim.routing.router import Router
+from fabricsim.topology.fabric import Fabric
+from fabricsim.units import PS_PER_S, bdp_bytes, ps_to_s, s_to_ps, us_to_ps
+from fabricsim.workloads.base import FlowTable
+
+MAX_PATH_LABELS = 8
+
+
+def check_packet_scenario(sc: Scenario) -> None:
+    """Warn or refuse (:class:`EngineRefusal`) what the packet engine cannot run as asked."""
+    if sc.nic.packet_spraying_type == "reps" and sc.switch.load_balancing_method == "flowlet":
+        warnings.warn(
+            "nic.packet_spraying_type=reps with switch.load_balancing_method=flowlet: the switches "
+            "move flows between members at gaps, so REPS's entropy feedback loses its meaning",
+            stacklevel=3,
+        )
+    if sc.lb.policy == "ideal_spray":
+        raise EngineRefusal(
+            "lb.policy=ideal_spray is the flow engine's ideal split; use --engine flow"
+        )
+
+
+class PacketEngine:
+    """Run a flow table as messages of packets (see :func:`fabricsim.run`).
+
+    Implements the :class:`~fabricsim.lb.base.EngineHooks` a dynamic policy uses.  Tests may
+    call :meth:`fail_link_at` before :meth:`run` to fail a link mid-run (black-holing).
+    """
+
+    def __init__(
+        self, sc: Scenario, fabric: Fabric, router: Router, flows: FlowTable, policy: PathPolicy
+    ) -> None:
+        check_packet_scenario(sc)
+        self.sc, self.fabric, self.router, self.flows, self.policy = (
+            sc,
+            fabric,
+            router,
+            flows,
+            policy,
+        )
+        nic = sc.nic
+        self.mss, self.hdr = nic.rdma_data_mss, nic.header_bytes
+        self.sim = Sim()
+        self.unloaded_rtt_ps = fabric.unloaded_rtt_ps(self.mss, self.hdr, self.hdr)
+        if nic.initial_base_rtt_us == "auto":
+            self.base_rtt_ps = self.unloaded_rtt_ps
+        else:
+            self.base_rtt_ps = us_to_ps(float(nic.initial_base_rtt_us))
+        switch_rand = RandomPool(stream(sc.seed, "switch")).random
+        self.ports = self._build_ports(switch_rand)
+        self.rto_ps = us_to_ps(nic.rto_us) if nic.rto_us else self._default_rto_ps()
+        self.sink = DropSink()
+        self.nics: list[Nic] = []
+        top_index = {int(s): i for i, s in enumerate(fabric.top_switches)}
+        self.routes = RouteTable(
+            fabric,
+            make_forwarding(sc, router, RandomPool(stream(sc.seed, "switch/hash")).random),
+            [self._entry(p) for p in self.ports],
+            [],
+            [],
+            self.sink.receive,
+            top_index,
+        )
+        self._setup_records(len(top_index))
+        self.env = NicEnv(
+            sim=self.sim,
+            routes=self.routes,
+            pool=PacketPool(),
+            cfg=nic,
+            rto_ps=self.rto_ps,
+            window_packets=self._window_packets,
+            freezing_ps=us_to_ps(nic.freezing_timeout_us),
+            on_rx_done=self._rx_done,
+            on_tx_failed=self._tx_failed,
+            rand_of=lambda h: RandomPool(stream(sc.seed, f"nic/{h}")).random,
+            monitor=self.monitor,
+            spine=self.spine,
+        )
+        for h in range(fabric.num_hosts):
+            port = self.ports[int(fabric.host_uplink[h])]
+            assert isinstance(port, HostPort)
+            self.nics.append(Nic(self.env, h, port))
+        self.routes.nics.extend(n.receive for n in self.nics)
+        self.routes.nic_ctrl.extend(n.receive_ctrl for n in self.nics)
+        n = len(flows)
+        self.pdcs: list[list[Pdc]] = [[] for _ in range(n)]
+        self.pending = np.zeros(n, dtype=np.int64)
+        self.finish_ps = np.full(n, -1, dtype=np.int64)
+        self.failed = np.zeros(n, dtype=bool)
+        self.unresolved = n  # flows neither finished nor failed
+        self.waiting = np.zeros(n, dtype=np.int64)
+        self.dependents: list[list[int]] = [[] for _ in range(n)]
+
+    @classmethod
+    def from_scenario(cls, sc: Scenario) -> PacketEngine:
+        """An engine for ``sc`` built as :func:`fabricsim.run` builds it (for tests and tools).
+
+        The policy's engine hooks are bound; call :meth:`run` (once) for the output.
+        """
+        from fabricsim import workloads
+        from fabricsim.lb import PolicyContext, make_policy
+        from fabricsim.runner import fabric_of, router_of
+
+        fabric = fabric_of(sc)
+        router = router_of(sc, fabric)
+        flows = workloads.generate(sc, fabric)
+        ctx = PolicyContext(sc, fabric, router, flows, stream(sc.seed, "policy"))
+        policy = make_policy(ctx)
+        engine = cls(sc, fabric, router, flows, policy)
+        ctx.hooks = engine
+        return engine
+
+    # -- construction ------------------------------------------------------------------------
+    def _build_ports(self, rand: Callable[[], float]) -> list[Port]:
+        fab, sw = self.fabric, self.sc.switch
+        ports: list[Port] = []
+        for link in range(fab.num_links):
+            rate = float(fab.link_rate_bps[link])
+            cap = sw.buffer_bytes or max(
+                int(sw.buffer_bdp * bdp_bytes(float(fab.link_nominal_bps[link]), self.base_rtt_ps)),
+                2 * (self.mss + self.hdr),
+            )
+            hcap = sw.header_buffer_bytes or cap
+            kmin = sw.ecn_min_bytes if sw.ecn_min_bytes is not None else cap // 5
+            kmax = sw.ecn_max_bytes if sw.ecn_max_bytes is not None else cap * 4 // 5
+            cls = HostPort if fab.link_src[link] < fab.num_hosts else Port
+            if cls is HostPort:
+                cap = hcap = 1 << 62  # the NIC pulls: nothing waits at its own port
+            ports.append(
+                cls(
+                    self.sim,
+                    link,
+                    rate,
+                    int(fab.link_delay_ps[link]),
+                    cap,
+                    hcap,
+                    kmin,
+                    kmax,
+                    sw.trimming,
+                    bool(fab.link_failed[link]),
+                    self.hdr,
+                    rand,
+                )
+            )
+        return ports
+
+    def _default_rto_ps(self) -> int:
+        """2 x (RTT + the drain time of every full switch buffer on the longest path)."""
+        fab = self.fabric
+        paths = fab.paths(0, fab.num_hosts - 1) or fab.paths(0, 1)
+        drain = sum(
+            self.ports[x].cap * 8 * PS_PER_S // max(int(fab.link_rate_bps[x]), 1)
+            for x in (paths[0][1:] if paths else ())
+        )
+        return 2 * (max(self.base_rtt_ps, self.unloaded_rtt_ps) + drain)
+
+    def _setup_records(self, tops: int) -> None:
+        r = self.sc.records
+        self.monitor: list[tuple] | None = [] if r.uet_monitor else None
+        self.spine: rec.SpineFlows | None = None
+        self.sampler: rec.TimelineSampler | None = None
+        if r.timelines:
+            self.spine = rec.SpineFlows(tops)
+            self.sampler = rec.TimelineSampler(
+                self.sim,
+                self.fabric,
+                self.ports,
+                us_to_ps(r.timeline_interval_us),
+                self.spine,
+                lambda: self.unresolved > 0,
+            )
+
+    def _entry(self, port: Port) -> Callable:
+        """The callable a route uses to hand a packet to ``port``."""
+        counted = self.sc.records.switch_lb_stats and not isinstance(port, HostPort)
+        return port.receive_counted if counted else port.receive
+
+    def _window_packets(self, host: int) -> int:
+        rate = float(self.fabric.link_nominal_bps[self.fabric.host_uplink[host]])
+        return exploration_window_packets(rate, self.base_rtt_ps, self.mss, self.hdr)
+
+    def _cc_params(self, host: int) -> CcParams:
+        rate = float(self.fabric.link_nominal_bps[self.fabric.host_uplink[host]])
+        return CcParams(
+            line_rate_bps=rate,
+            base_rtt_ps=self.base_rtt_ps,
+            mtu_bytes=self.mss + self.hdr,
+            bdp_bytes=bdp_bytes(rate, self.base_rtt_ps),
+            cwnd_bdp=self.sc.nic.cwnd_bdp,
+        )
+
+    # -- engine hooks (lb.base.EngineHooks) -------------------------------------------------
+    def now_s(self) -> float:
+        return ps_to_s(self.sim.now)
+
+    def schedule(self, at_s: float, callback: Callable[[], None]) -> None:
+        self.sim.at(s_to_ps(at_s), lambda _: callback())
+
+    def reroute(self, flow: int, index: int, src_port: int) -> None:
+        """Move connection ``index`` of ``flow`` to PDC local port ``src_port``."""
+        if index < len(self.pdcs[flow]):
+            self.pdcs[flow][index].local_port = int(src_port)
+
+    def fail_link_at(self, link: str, at_s: float) -> None:
+        """Test hook: link ``link`` (name ``A->B``) black-holes from ``at_s`` on."""
+        port = self.ports[self.fabric.link_index[link]]
+        self.sim.at(s_to_ps(at_s), lambda _: port.fail())
+
+    # -- flows -------------------------------------------------------------------------------
+    def _arrive(self, flow: int) -> None:
+        f = self.flows
+        src, dst = int(f.src[flow]), int(f.dst[flow])
+        conns = self.policy.connections(flow)
+        self.pending[flow] = len(conns)
+        nic = self.nics[src]
+        for i, c in enumerate(conns):
+            if c.src_port == SPRAY_ALL:
+                raise EngineRefusal("ideal spraying connections need the flow engine")
+            cc = make_cc(self.sc.nic.cc, self._cc_params(src))
+            pdc = Pdc(
+                self.env, nic, flow, i, dst, int(c.size_bytes), int(c.src_port), cc, c.rate_cap_bps
+            )
+            self.pdcs[flow].append(pdc)
+        for pdc in self.pdcs[flow]:
+            nic.add(pdc)
+        if not conns:
+            self._finish(flow)
+
+    def _rx_done(self, pdc: Pdc) -> None:
+        self.pending[pdc.flow] -= 1
+        if self.pending[pdc.flow] == 0 and not self.failed[pdc.flow]:
+            self._finish(pdc.flow)
+
+    def _finish(self, flow: int) -> None:
+        self.finish_ps[flow] = self.sim.now
+        self.unresolved -= 1
+        self.policy.on_finish(flow)
+        for nxt in self.dependents[flow]:
+            self.waiting[nxt] -= 1
+            if self.waiting[nxt] == 0:
+                self.sim.at(
+                    max(s_to_ps(float(self.flows.start_s[nxt])), self.sim.now), self._arrive, nxt
+                )
+
+    def _tx_failed(self, pdc: Pdc) -> None:
+        self.nics[pdc.dst].rx_abandoned(pdc)
+        flow = pdc.flow
+        if self.failed[flow] or self.finish_ps[flow] >= 0:
+            return
+        self.failed[flow] = True
+        self.unresolved -= 1
+        for other in self.pdcs[flow]:
+            other.fail()
+
+    # -- run -----------------------------------------------------------------------------------
+    def time_limit_ps(self) -> int:
+        """The simulated-time limit (``engine.time_limit_s`` or the automatic bound)."""
+        if self.sc.engine.time_limit_s is not None:
+            return s_to_ps(self.sc.engine.time_limit_s)
+        f, fab = self.flows, self.fabric
+        rate = float(np.min(fab.link_rate_bps[fab.host_uplink]))
+        total = sum(wire_bytes(int(s), self.mss, self.hdr) for s in f.size_bytes)
+        last = float(np.max(f.start_s, initial=0.0))
+        backoff = self.rto_ps * 2 ** (self.sc.nic.max_retries + 1)
+        return s_to_ps(last + 4 * total * 8 / rate + 1e-3) + backoff
+
+    def run(self) -> EngineOutput:
+        wall0 = time.perf_counter()
+        f = self.flows
+        deps = f.depends_on or [[] for _ in range(len(f))]
+        for flow, dep in enumerate(deps):
+            self.waiting[flow] = len(dep)
+            for d in dep:
+                self.dependents[d].append(flow)
+            if not dep:
+                self.sim.at(s_to_ps(float(f.start_s[flow])), self._arrive, flow)
+        if self.sampler is not None:
+            self.sampler.start()
+        limit = self.time_limit_ps()
+        self.sim.run(limit)
+        return self._output(time.perf_counter() - wall0)
+
+    # -- output --------------------------------------------------------------------------------
+    def _flow_path(self, flow: int) -> str:
+        labels: dict[str, None] = {}
+        for pdc in self.pdcs[flow]:
+            labels.update(pdc.labels)
+        if len(labels) > MAX_PATH_LABELS:
+            return f"{len(labels)} paths"
+        return ";".join(labels)
+
+    def counters(self) -> dict[str, int]:
+        """Engine counters for ``summary.json`` (deterministic)."""
+        all_pdcs = [p for ps in self.pdcs for p in ps]
+        sent = sum(p.sent for p in all_pdcs)
+        nic_tot = {k: sum(n.stats()[k] for n in self.nics) for k in self.nics[0].stats()}
+        queued = sum(1 for p in self.ports for q in (p.q, p.hq) for pkt in q if pkt.kind < ACK)
+        on_wires = sum(
+            1
+            for b in self.sim.buckets.values()
+            for _, a in b
+            if isinstance(a, Packet) and a.kind < ACK
+        )
+        return {
+            "events": int(self.sim.events),
+            "packets_sent": sent,
+            "packets_retransmitted": sum(p.retransmitted for p in all_pdcs),
+            "packets_trimmed": sum(p.trims for p in self.ports),
+            "packets_dropped": sum(p.data_drops for p in self.ports) + self.sink.data_drops,
+            "packets_received": nic_tot["data_packets_received"],
+            "headers_received": nic_tot["trimmed_received"],
+            "packets_in_flight_at_end": queued + on_wires,
+            "control_packets_dropped": sum(p.drops - p.data_drops for p in self.ports)
+            + self.sink.drops
+            - self.sink.data_drops,
+            "acks_sent": nic_tot["acks_sent"],
+            "nacks_sent": nic_tot["nacks_sent"],
+            "timeouts": nic_tot["timeouts"],
+            "early_failure_detections": nic_tot["early_failure_detections"],
+            "pdc_groups_created": nic_tot["pdc_groups_created"],
+            "flows_failed": int(self.failed.sum()),
+        }
+
+    def _output(self, wall: float) -> EngineOutput:
+        f = self.flows
+        n = len(f)
+        done = self.finish_ps >= 0
+        finish = np.where(done, self.finish_ps / PS_PER_S, math.nan)
+        delivered = np.array(
+            [sum(p.rx.bytes for p in self.pdcs[i]) for i in range(n)], dtype=np.int64
+        )
+        entropy = np.array(
+            [
+                next((p.first_ev for p in self.pdcs[i] if p.first_ev >= 0), int(f.src_port[i]))
+                for i in range(n)
+            ],
+            dtype=np.int64,
+        )
+        summary: dict[str, Any] = self.counters()
+        summary["sim_end_s"] = ps_to_s(self.sim.now)
+        summary["time_limit_reached"] = bool(self.sim.stopped)
+        summary["spine_peak_flows"] = self._spine_peaks()
+        sent = summary["packets_sent"]
+        timing = {
+            "wall_s": wall,
+            "events": int(self.sim.events),
+            "events_per_s": self.sim.events / max(wall, 1e-9),
+            "packets_per_s": sent / max(wall, 1e-9),
+        }
+        out = EngineOutput(
+            finish, delivered, [self._flow_path(i) for i in range(n)], entropy, summary, timing
+        )
+        self._add_records(out)
+        return out
+
+    def _spine_peaks(self) -> dict[str, int]:
+        """Peak number of concurrent flows whose packets crossed each top-tier switch."""
+        fab = self.fabric
+        tops = {int(s): fab.node_names[int(s)] for s in fab.top_switches}
+        events: dict[str, list[tuple[int, int]]] = {name: [] for name in tops.values()}
+        names = set()
+        for flow, pdcs in enumerate(self.pdcs):
+            if not pdcs:
+                continue
+            start = s_to_ps(float(self.flows.start_s[flow]))
+            end = int(self.finish_ps[flow]) if self.finish_ps[flow] >= 0 else self.sim.now
+            names = {n for p in pdcs for label in p.labels for n in label.split(">")}
+            for name in tops.values():
+                if name in names:
+                    events[name] += [(start, 1), (end, -1)]
+        peaks = {}
+        for name, ev in events.items():
+            level = peak = 0
+            for _, d in sorted(ev, key=lambda x: (x[0], x[1])):
+                level += d
+                peak = max(peak, level)
+            peaks[name] = peak
+        return peaks
+
+    def _add_records(self, out: EngineOutput) -> None:
+        r, fab = self.sc.records, self.fabric
+        if self.monitor is not None:
+            out.tables["uet_monitor"] = rec.monitor_table(self.monitor)
+        if r.port_stats:
+            out.tables["port_stats"] = rec.port_stats_table(fab, self.ports)
+        if r.switch_lb_stats:
+            out.tables["switch_lb_stats"] = rec.switch_lb_table(fab, self.ports, self.routes.group)
+        if r.uet_transport_stats:
+            stats = rec.transport_stats(self.nics, fab.node_names)
+            stats["total"]["packets_retransmitted"] = out.summary["packets_retransmitted"]
+            stats["total"]["packets_trimmed"] = out.summary["packets_trimmed"]
+            out.json_records["uet_transport_stats"] = stats
+        if self.sampler is not None:
+            out.tables.update(self.sampler.tables())

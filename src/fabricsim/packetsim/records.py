@@ -1,0 +1,205 @@
+"""Recorders of the packet engine (``records.*``): each costs one branch in the hot path when off.
+
+* ``uet_monitor``: one row per data packet sent (the PDC appends a tuple; this module builds
+  the table).
+* ``uet_transport_stats``: per-NIC transport counters (JSON).
+* ``port_stats``: per port bytes, packets, ECN marks, trims, drops and peak queue.
+* ``switch_lb_stats``: bytes and packets per member of every multi-member ECMP group, counted
+  by the member's port as the packet enters it (``Port.lbrec``: destination host -> counts).
+* ``timelines``: :class:`TimelineSampler` samples link utilization and queue bytes every
+  ``records.timeline_interval_us``; :class:`SpineFlows` counts the flows that sent a data
+  packet through each top-tier switch during each interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fabricsim.packetsim.core import Port, Sim
+from fabricsim.topology.fabric import Fabric
+
+# fmt: off
+MONITOR_COLUMNS = (
+    "time_s", "direction", "flow_id", "psn", "entropy_value", "explored", "explore_reason",
+    "path", "reps_state", "reps_cache_values",
+)
+# fmt: on
+
+
+def monitor_table(rows: list[tuple]) -> pd.DataFrame:
+    """The ``uet_monitor`` table from the PDCs' rows (in send order).
+
+    ``reps_state`` (``normal``/``freezing``/``window``) and ``reps_cache_values`` (values cached
+    just before the choice) are REPS's state when the packet's value was chosen (null
+    otherwise).
+    """
+    cols: list[Sequence[Any]] = (
+        list(zip(*rows, strict=True)) if rows else [() for _ in MONITOR_COLUMNS]
+    )
+    cache = pd.array(list(cols[9]), dtype="Int64")
+    return pd.DataFrame(
+        {
+            "time_s": np.asarray(cols[0], dtype=np.int64) / 1e12,
+            "direction": pd.Categorical(
+                ["ReTx" if r else "Tx" for r in cols[1]], categories=["Tx", "ReTx"]
+            ),
+            "flow_id": np.asarray(cols[2], dtype=np.int64),
+            "psn": np.asarray(cols[3], dtype=np.int64),
+            "entropy_value": np.asarray(cols[4], dtype=np.int64),
+            "explored": np.asarray(cols[5], dtype=bool),
+            "explore_reason": pd.array(list(cols[6]), dtype="string"),
+            "path": list(cols[7]),
+            "reps_state": pd.array(list(cols[8]), dtype="string"),
+            "reps_cache_values": cache,
+        }
+    )
+
+
+def port_stats_table(fabric: Fabric, ports: Sequence[Port]) -> pd.DataFrame:
+    """One row per directed link's output port."""
+    return pd.DataFrame(
+        {
+            "link": fabric.link_names,
+            "rate_bps": [p.rate_bps for p in ports],
+            "failed": [p.failed for p in ports],
+            "bytes": [p.tx_bytes for p in ports],
+            "packets": [p.tx_pkts for p in ports],
+            "ecn_marks": [p.marks for p in ports],
+            "trims": [p.trims for p in ports],
+            "drops": [p.drops for p in ports],
+            "peak_queue_bytes": [p.peak for p in ports],
+            "buffer_bytes": [p.cap for p in ports],
+        }
+    )
+
+
+def switch_lb_table(fabric: Fabric, ports: Sequence[Port], group_of: Callable) -> pd.DataFrame:
+    """Bytes and packets per member of every ECMP group with more than one member.
+
+    A group is a switch's set of equal-cost out-links toward some destinations; ``group`` is
+    its members' link names joined by ``|``; ``member`` is the link's index in it.
+    """
+    acc: dict[tuple[int, tuple[int, ...], int], list[int]] = {}
+    for port in ports:
+        if not port.lbrec:
+            continue
+        sw = int(fabric.link_src[port.link])
+        for dst, (pkts, nbytes) in port.lbrec.items():
+            group = group_of(sw, dst)
+            if len(group) < 2 or port.link not in group:
+                continue
+            rec = acc.setdefault((sw, group, port.link), [0, 0])
+            rec[0] += pkts
+            rec[1] += nbytes
+    rows = []
+    for sw, group in sorted({(k[0], k[1]) for k in acc}):
+        for member, link in enumerate(group):
+            pkts, nbytes = acc.get((sw, group, link), [0, 0])
+            rows.append(
+                (
+                    fabric.node_names[sw],
+                    "|".join(fabric.link_names[x] for x in group),
+                    member,
+                    fabric.link_names[link],
+                    pkts,
+                    nbytes,
+                )
+            )
+    return pd.DataFrame(rows, columns=["switch", "group", "member", "link", "packets", "bytes"])
+
+
+class SpineFlows:
+    """Distinct flows that sent a data packet through each top-tier switch, per interval."""
+
+    __slots__ = ("sets",)
+
+    def __init__(self, tops: int) -> None:
+        self.sets: list[set[int]] = [set() for _ in range(tops)]
+
+    def touch(self, tops: tuple[int, ...], flow: int) -> None:
+        for t in tops:
+            self.sets[t].add(flow)
+
+    def take(self) -> list[int]:
+        counts = [len(s) for s in self.sets]
+        for s in self.sets:
+            s.clear()
+        return counts
+
+
+class TimelineSampler:
+    """Every ``interval_ps``: each link's utilization over the interval and its queue bytes.
+
+    Links that stay idle with empty queues are left out (a row is kept for the first idle
+    sample after activity, so drops to zero show).
+    """
+
+    def __init__(
+        self,
+        sim: Sim,
+        fabric: Fabric,
+        ports: Sequence[Port],
+        interval_ps: int,
+        spine: SpineFlows,
+        alive: Callable[[], bool],
+    ) -> None:
+        self.sim, self.fabric, self.ports, self.interval = sim, fabric, ports, interval_ps
+        self.spine, self.alive = spine, alive
+        self.last_bytes = [0.0] * len(ports)
+        self.was_active = [False] * len(ports)
+        self.rows: list[tuple[int, float, float, int]] = []
+        self.spine_rows: list[tuple[int, float, int]] = []
+
+    def start(self) -> None:
+        self.sim.at(self.interval, self.sample)
+
+    def sample(self, _: Any = None) -> None:
+        now = self.sim.now
+        t_s = now / 1e12
+        secs = self.interval / 1e12
+        nominal = self.fabric.link_nominal_bps
+        for i, port in enumerate(self.ports):
+            # bytes on the wire so far: started bytes less what is still to serialize
+            done = port.tx_bytes - max(port.busy_until - now, 0) * port.rate_bps / 8e12
+            if port.failed:
+                done = port.tx_bytes
+            sent = done - self.last_bytes[i]
+            self.last_bytes[i] = done
+            queued = port.qbytes + port.hbytes
+            active = sent > 1e-9 or queued > 0
+            if active or self.was_active[i]:
+                util = max(sent, 0.0) * 8 / (float(nominal[i]) * secs)
+                self.rows.append((i, t_s, util, queued))
+            self.was_active[i] = active
+        for top, n in enumerate(self.spine.take()):
+            self.spine_rows.append((top, t_s, n))
+        if self.alive():
+            self.sim.at(now + self.interval, self.sample)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        names = self.fabric.link_names
+        tops = [self.fabric.node_names[s] for s in self.fabric.top_switches]
+        links = pd.DataFrame(
+            [(names[i], t, u, q) for i, t, u, q in self.rows],
+            columns=["link", "time_s", "utilization", "queue_bytes"],
+        )
+        spines = pd.DataFrame(
+            [(tops[i], t, n) for i, t, n in self.spine_rows],
+            columns=["spine", "time_s", "active_flows"],
+        )
+        return {"timeline_links": links, "timeline_spine_flows": spines}
+
+
+def transport_stats(nics: Sequence[Any], names: Sequence[str]) -> dict[str, Any]:
+    """``uet_transport_stats``: per-NIC counters and their totals."""
+    per = {names[n.host]: n.stats() for n in nics}
+    keys = next(iter(per.values())).keys() if per else []
+    total = {k: sum(v[k] for v in per.values()) for k in keys}
+    total["max_out_of_order_on_flow"] = max(
+        (v["max_out_of_order_on_flow"] for v in per.values()), default=0
+    )
+    return {"nics": per, "total": total}

@@ -1,0 +1,114 @@
+"""A self-contained HTML page: sections with stable ids, tables, embedded PNG figures.
+
+No scripts, no external stylesheets, fonts or images: figures are ``data:image/png;base64``
+URIs, so the page works offline and from a mail attachment.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+_CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1100px;
+padding:0 1.2em 3em;color:#1d2330;line-height:1.4}
+header{border-bottom:2px solid #3b5bdb;margin-bottom:1em}
+h1{font-size:1.6em;margin:.8em 0 .2em}h2{font-size:1.25em;margin:1.6em 0 .4em;color:#3b5bdb}
+h3{font-size:1.05em;margin:1.1em 0 .3em}
+nav a{margin-right:.9em;font-size:.9em}
+table{border-collapse:collapse;font-size:.85em;margin:.4em 0 1em}
+th,td{border:1px solid #d0d5e0;padding:.2em .55em;text-align:right}
+th{background:#eef1f8}td:first-child,th:first-child{text-align:left}
+pre{background:#f5f6fa;border:1px solid #d0d5e0;padding:.8em;overflow-x:auto;font-size:.8em}
+img{max-width:100%;height:auto;border:1px solid #e3e6ee}
+p.note{color:#5a6275;font-size:.9em;margin:.2em 0 .6em}
+"""
+
+
+@dataclass
+class Section:
+    """One ``<section id=...>`` of the page; ``figures`` are (name, PNG bytes) pairs."""
+
+    id: str
+    title: str
+    parts: list[str] = field(default_factory=list)
+    figures: list[tuple[str, bytes]] = field(default_factory=list)
+
+    def note(self, text: str) -> Section:
+        self.parts.append(f'<p class="note">{html.escape(text)}</p>')
+        return self
+
+    def table(self, df: pd.DataFrame, caption: str | None = None, max_rows: int = 60) -> Section:
+        if caption:
+            self.parts.append(f"<h3>{html.escape(caption)}</h3>")
+        self.parts.append(table_html(df, max_rows))
+        return self
+
+    def figure(self, name: str, png: bytes, alt: str) -> Section:
+        self.figures.append((name, png))
+        data = base64.b64encode(png).decode("ascii")
+        self.parts.append(
+            f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}"></figure>'
+        )
+        return self
+
+    def pre(self, text: str, caption: str | None = None) -> Section:
+        if caption:
+            self.parts.append(f"<h3>{html.escape(caption)}</h3>")
+        self.parts.append(f"<pre>{html.escape(text)}</pre>")
+        return self
+
+    def render(self) -> str:
+        body = "\n".join(self.parts)
+        return (
+            f'<section id="{html.escape(self.id)}">\n<h2>{html.escape(self.title)}</h2>\n'
+            f"{body}\n</section>"
+        )
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def table_html(df: pd.DataFrame, max_rows: int = 60) -> str:
+    """An escaped HTML table of ``df`` (no index), at most ``max_rows`` rows."""
+    shown = df.head(max_rows)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
+    rows = []
+    for rec in shown.itertuples(index=False):
+        rows.append("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in rec) + "</tr>")
+    more = (
+        f'<p class="note">{len(df) - max_rows} more rows not shown.</p>'
+        if len(df) > max_rows
+        else ""
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{more}"
+
+
+def dict_table(data: dict[str, Any], key: str = "metric", value: str = "value") -> pd.DataFrame:
+    """A two-column table of a flat dict's scalar entries."""
+    rows = [(k, v) for k, v in data.items() if not isinstance(v, dict | list)]
+    return pd.DataFrame(rows, columns=[key, value])
+
+
+def render_page(title: str, subtitle: str, sections: list[Section]) -> str:
+    """The whole HTML document."""
+    nav = " ".join(f'<a href="#{html.escape(s.id)}">{html.escape(s.title)}</a>' for s in sections)
+    body = "\n".join(s.render() for s in sections)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f'<title>{html.escape(title)}</title>\n<link rel="icon" href="data:,">\n'
+        f"<style>{_CSS}</style>\n</head>\n<body>\n"
+        f'<header><h1>{html.escape(title)}</h1><p class="note">{html.escape(subtitle)}</p>'
+        f"<nav>{nav}</nav></header>\n<main>\n{body}\n</main>\n</body>\n</html>\n"
+    )

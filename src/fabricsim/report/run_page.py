@@ -1,0 +1,190 @@
+"""Sections of a report about one run's output directory (also reused for a sweep's point)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from fabricsim.analysis.diagnostics import diagnose, link_timeline_stats
+from fabricsim.report import figures
+from fabricsim.report.html import Section, dict_table
+
+#: section ids (stable: tests and links rely on them)
+SECTION_IDS = (
+    "summary", "sweep-table", "fct-cdf", "fct-percentiles", "fct-vs-load", "ttft-vs-load",
+    "spine-heatmap", "link-timelines", "cct-inflation", "diagnostics", "config",
+)  # fmt: skip
+
+_PCT_KEYS = ("fct_mean_s", "fct_p50_s", "fct_p95_s", "fct_p99_s", "fct_max_s")
+_TTFT_KEYS = ("ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "ttft_max_s")
+_TOP_LINKS = 8
+
+
+def read_table(path: Path) -> pd.DataFrame | None:
+    """A parquet table, or None if the file is absent or empty."""
+    if not path.exists():
+        return None
+    df = pd.read_parquet(path)
+    return df if len(df) else None
+
+
+def read_config(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "config.yaml"
+    return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+
+
+def policy_label(config: dict[str, Any]) -> str:
+    """How the run balanced load: ``lb.policy`` (+ NIC spraying when not none)."""
+    lb = (config.get("lb") or {}).get("policy", "?")
+    spray = (config.get("nic") or {}).get("packet_spraying_type")
+    engine = (config.get("engine") or {}).get("kind")
+    return f"{lb}+{spray}" if spray and spray != "none" and engine == "packet" else str(lb)
+
+
+def summary_section(summary: dict[str, Any]) -> Section:
+    sec = Section("summary", "Summary")
+    sec.table(dict_table(summary), max_rows=200)
+    nested = {k: v for k, v in summary.items() if isinstance(v, dict)}
+    for key, value in nested.items():
+        sec.table(dict_table(value, "name", key), caption=key)
+    return sec
+
+
+def percentile_rows(label: str, fct: np.ndarray) -> dict[str, Any]:
+    done = fct[np.isfinite(fct)]
+    row: dict[str, Any] = {"policy": label, "flows": len(fct), "completed": len(done)}
+    if len(done):
+        row.update(
+            fct_mean_s=float(done.mean()), fct_p50_s=float(np.percentile(done, 50)),
+            fct_p95_s=float(np.percentile(done, 95)), fct_p99_s=float(np.percentile(done, 99)),
+            fct_max_s=float(done.max()),
+        )  # fmt: skip
+    return row
+
+
+def fct_sections(
+    samples: dict[str, np.ndarray], extra: pd.DataFrame | None = None
+) -> list[Section]:
+    """FCT CDFs by policy and their percentiles (empty when no flow finished)."""
+    if not any(np.isfinite(v).any() for v in samples.values()):
+        return []
+    cdf = Section("fct-cdf", "Flow completion time CDF")
+    cdf.figure("fct-cdf", figures.cdf_png(samples, "FCT (s)"), "FCT CDF by policy")
+    pct = Section("fct-percentiles", "FCT percentiles")
+    pct.table(pd.DataFrame([percentile_rows(k, v) for k, v in samples.items()]))
+    if extra is not None and len(extra):
+        pct.table(extra, caption="TTFT percentiles")
+    return [cdf, pct]
+
+
+def spine_section(run_dir: Path, note: str = "") -> Section | None:
+    spines = read_table(run_dir / "timeline_spine_flows.parquet")
+    if spines is None:
+        return None
+    sec = Section("spine-heatmap", "Active flows per spine")
+    if note:
+        sec.note(note)
+    sec.figure("spine-heatmap", figures.spine_heatmap_png(spines), "active flows per spine")
+    return sec
+
+
+def link_section(run_dir: Path, note: str = "") -> Section | None:
+    links = read_table(run_dir / "timeline_links.parquet")
+    if links is None:
+        return None
+    stats = link_timeline_stats(links)
+    if stats.empty:
+        return None
+    names = stats["link"].head(_TOP_LINKS).tolist()
+    sec = Section("link-timelines", "Link utilization and queues")
+    if note:
+        sec.note(note)
+    sec.note(f"The {len(names)} links with the deepest queues, then the highest utilization.")
+    sec.figure("link-timelines", figures.link_timelines_png(links, names), "link timelines")
+    return sec
+
+
+def cct_section(values: dict[str, float], table: pd.DataFrame | None = None) -> Section | None:
+    if not values:
+        return None
+    sec = Section("cct-inflation", "Collective completion time inflation")
+    sec.note("CCT / its lower bound (1 = no inflation).")
+    sec.figure("cct-inflation", figures.bars_png(values, "CCT inflation", 1.0), "CCT inflation")
+    if table is not None:
+        sec.table(table)
+    return sec
+
+
+def diagnostics_section(
+    run_dir: Path, note: str = "", sec: Section | None = None
+) -> Section | None:
+    """Diagnostics tables of a run (appended to ``sec`` if given); None if it has none."""
+    diag = diagnose(run_dir)
+    sec = sec or Section("diagnostics", "Diagnostics")
+    before = len(sec.parts)
+    if note:
+        sec.note(note)
+    steps = diag.uplink_steps
+    if steps is not None and len(steps):
+        sec.table(
+            steps.round(4), caption="Uplink bytes per step (max/mean over each switch's uplinks)"
+        )
+        sec.note(
+            "8 equal flows hashed onto 8 uplinks give max/mean 2.6 on average: hashing, not a fault."
+        )
+    if diag.link_stats is not None and len(diag.link_stats):
+        sec.table(
+            diag.link_stats, caption="Link utilization and queue depth (time-weighted)", max_rows=25
+        )
+    if diag.ports is not None and len(diag.ports):
+        sec.table(diag.ports, caption="Port counters (ports with traffic)", max_rows=40)
+    if diag.nics is not None and len(diag.nics):
+        sec.table(diag.nics, caption="NIC transport counters", max_rows=40)
+    counters = {**(diag.transport or {}), **(diag.out_of_order or {})}
+    if counters:
+        sec.table(dict_table(counters, "counter"), caption="Transport and out-of-order counters")
+    if len(sec.parts) == before + (1 if note else 0):
+        del sec.parts[before:]
+    return sec if sec.parts else None
+
+
+def config_section(run_dir: Path, extra: dict[str, Any] | None = None) -> Section | None:
+    path = run_dir / "config.yaml"
+    if not path.exists() and not extra:
+        return None
+    sec = Section("config", "Effective configuration")
+    if extra:
+        sec.pre(yaml.safe_dump(extra, sort_keys=False, default_flow_style=None), caption="Sweep")
+    if path.exists():
+        sec.pre(path.read_text(), caption=f"{path.parent.name}/config.yaml")
+    return sec
+
+
+def run_sections(run_dir: Path) -> list[Section]:
+    """Every section a run directory has data for, in page order."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    config = read_config(run_dir)
+    flows = read_table(run_dir / "flows.parquet")
+    out: list[Section] = [summary_section(summary)]
+    if flows is not None:
+        fct = flows["fct_s"].to_numpy(dtype=float)
+        ttft = {k: summary[k] for k in _TTFT_KEYS if summary.get(k) is not None}
+        extra = pd.DataFrame([{"policy": policy_label(config), **ttft}]) if ttft else None
+        out += fct_sections({policy_label(config): fct}, extra)
+    cct = summary.get("cct_inflation")
+    cct_sec = cct_section({policy_label(config): float(cct)}) if cct is not None else None
+    for sec in (
+        spine_section(run_dir),
+        link_section(run_dir),
+        cct_sec,
+        diagnostics_section(run_dir),
+    ):
+        if sec is not None:
+            out.append(sec)
+    cfg = config_section(run_dir)
+    return out + ([cfg] if cfg is not None else [])

@@ -1,0 +1,174 @@
+"""Sections of a report about a sweep directory (``manifest.json`` + points + table)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fabricsim.analysis.diagnostics import diagnose
+from fabricsim.report import figures
+from fabricsim.report.html import Section, dict_table
+from fabricsim.report.run_page import (
+    cct_section,
+    config_section,
+    diagnostics_section,
+    fct_sections,
+    link_section,
+    read_config,
+    read_table,
+    spine_section,
+)
+
+#: keys read as "the load" of a sweep, in order of preference
+LOAD_KEYS = ("workload.qps", "workload.requests", "workload.size_bytes", "workload.senders")
+_MAIN = (
+    "flows_completed", "fct_mean_s", "fct_p50_s", "fct_p99_s", "ttft_mean_s", "ttft_p95_s",
+    "step_efficiency", "cct_inflation", "ark_fallbacks", "packets_retransmitted",
+)  # fmt: skip
+
+
+def _table(out: Path) -> pd.DataFrame:
+    from fabricsim.sweep import TABLE, aggregate
+
+    path = out / TABLE
+    return pd.read_parquet(path) if path.exists() else aggregate(out)
+
+
+def _keys(manifest: dict[str, Any]) -> list[str]:
+    spec = manifest["spec"]
+    return [k for k, _ in spec["grid"]] + [k for k, _ in spec["zip"]]
+
+
+def _load_key(table: pd.DataFrame, keys: list[str]) -> str | None:
+    numeric = [
+        k for k in keys
+        if k != "seed" and pd.api.types.is_numeric_dtype(table[k]) and table[k].nunique() > 1
+    ]  # fmt: skip
+    preferred = [k for k in LOAD_KEYS if k in numeric] + numeric
+    return preferred[0] if preferred else None
+
+
+def _group_key(keys: list[str], load: str | None) -> str | None:
+    if "lb.policy" in keys and load != "lb.policy":
+        return "lb.policy"
+    others = [k for k in keys if k not in (load, "seed")]
+    return others[0] if len(others) == 1 else None
+
+
+def _label(row: pd.Series, keys: list[str]) -> str:
+    return ", ".join(f"{k.split('.')[-1]}={row[k]}" for k in keys if k != "seed") or "all"
+
+
+def _fct_samples(out: Path, ok: pd.DataFrame, keys: list[str]) -> dict[str, np.ndarray]:
+    """Flows' FCTs pooled by policy (or by parameter set), over seeds and loads."""
+    group = "lb.policy" if "lb.policy" in keys else None
+    pooled: dict[str, list[np.ndarray]] = {}
+    for _, row in ok.iterrows():
+        label = str(row[group]) if group else _label(row, keys)
+        flows = read_table(out / "points" / row["point"] / "flows.parquet")
+        if flows is not None:
+            pooled.setdefault(label, []).append(flows["fct_s"].to_numpy(dtype=float))
+    return {k: np.concatenate(v) for k, v in pooled.items()}
+
+
+def _by_params(ok: pd.DataFrame, keys: list[str], metrics: list[str]) -> pd.DataFrame:
+    params = [k for k in keys if k != "seed"]
+    if not params:
+        return ok[metrics].mean().to_frame().T
+    return ok.groupby(params, sort=False)[metrics].mean().reset_index()
+
+
+def _overview(manifest: dict[str, Any], table: pd.DataFrame, keys: list[str]) -> list[Section]:
+    spec = manifest["spec"]
+    info = {
+        "scenario": spec["scenario"], "engine": spec.get("engine") or "(scenario default)",
+        "points": len(table), "points_ok": int((table["status"] == "ok").sum()),
+        "keys": ", ".join(keys) or "(seeds only)", "seeds": json.dumps(spec.get("seeds")),
+    }  # fmt: skip
+    summary = Section("summary", "Sweep summary").table(dict_table(info, "item"))
+    cols = ["point", "status", "seed", *[k for k in keys if k != "seed"]]
+    cols += [c for c in _MAIN if c in table.columns]
+    sweep = Section("sweep-table", "Points").table(table[cols], max_rows=200)
+    sweep.note("Each point's run output is in points/<point>/ (fabricsim report points/<point>).")
+    return [summary, sweep]
+
+
+def _vs_load(ok: pd.DataFrame, keys: list[str]) -> list[Section]:
+    load = _load_key(ok, keys)
+    if load is None:
+        return []
+    group = _group_key(keys, load)
+    out = []
+    for sid, title, metrics in (
+        ("fct-vs-load", "FCT vs load", ["fct_p50_s", "fct_p99_s"]),
+        ("ttft-vs-load", "TTFT vs load", ["ttft_mean_s", "ttft_p95_s"]),
+    ):
+        have = [m for m in metrics if m in ok.columns and ok[m].notna().any()]
+        if not have:
+            continue
+        sec = Section(sid, title)
+        sec.note(
+            f"Mean over seeds, band min to max; x = {load}"
+            + (f", one line per {group}" if group else "")
+        )
+        png = figures.vs_load_png(ok, load, have, group, "seconds")
+        out.append(sec.figure(sid, png, title))
+    return out
+
+
+def _cct(ok: pd.DataFrame, keys: list[str]) -> Section | None:
+    if "cct_inflation" not in ok.columns or not ok["cct_inflation"].notna().any():
+        return None
+    by = _by_params(ok, keys, ["cct_inflation"])
+    values = {_label(row, keys): float(row["cct_inflation"]) for _, row in by.iterrows()}
+    return cct_section(values, by)
+
+
+def _detail_point(out: Path, ok: pd.DataFrame) -> tuple[Path | None, str]:
+    """The first point with timelines (else the first point), and a note naming it."""
+    dirs = [out / "points" / p for p in ok["point"]]
+    with_tl = [d for d in dirs if (d / "timeline_links.parquet").exists()]
+    chosen = (with_tl or dirs or [None])[0]
+    if chosen is None:
+        return None, ""
+    return chosen, f"From point {chosen.name} (run fabricsim report points/<point> for any other)."
+
+
+def _diagnostics(out: Path, ok: pd.DataFrame, keys: list[str], detail: Path | None, note: str):
+    """A digest row per point, then the detail point's full tables."""
+    rows = []
+    for _, row in ok.iterrows():
+        digest = diagnose(out / "points" / row["point"]).to_dict()
+        rows.append({"point": row["point"], **{k: row[k] for k in keys if k != "seed"}, **digest})
+    sec = Section("diagnostics", "Diagnostics")
+    if rows:
+        sec.table(pd.DataFrame(rows), caption="Per point (worst values)", max_rows=200)
+    if detail is not None:
+        diagnostics_section(detail, note, sec)
+    return sec if sec.parts else None
+
+
+def sweep_sections(out: Path) -> list[Section]:
+    """Every section a sweep directory has data for, in page order."""
+    manifest = json.loads((out / "manifest.json").read_text())
+    keys = _keys(manifest)
+    table = _table(out)
+    ok = table[table["status"] == "ok"].reset_index(drop=True)
+    sections = _overview(manifest, table, keys)
+    samples = _fct_samples(out, ok, keys)
+    ttft = [c for c in ("ttft_mean_s", "ttft_p95_s", "ttft_p99_s") if c in ok.columns]
+    sections += fct_sections(samples, _by_params(ok, keys, ttft) if ttft and len(ok) else None)
+    sections += _vs_load(ok, keys)
+    detail, note = _detail_point(out, ok)
+    if detail is not None:
+        sections += [s for s in (spine_section(detail, note), link_section(detail, note)) if s]
+    sections += [s for s in (_cct(ok, keys), _diagnostics(out, ok, keys, detail, note)) if s]
+    spec = {k: v for k, v in manifest["spec"].items() if k != "version"}
+    cfg = config_section(detail if detail is not None else out, spec)
+    if detail is not None and not read_config(detail):
+        cfg = config_section(out, spec)
+    return sections + ([cfg] if cfg is not None else [])

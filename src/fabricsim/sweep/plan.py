@@ -1,0 +1,200 @@
+"""Sweep planning: parse ``--grid``/``--zip`` axes, validate every point, order the rows."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabricsim.errors import ConfigError
+
+_VERSION = 1
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One run of a sweep: its id, row index, parameter values, seed and effective scenario."""
+
+    id: str
+    index: int
+    params: dict[str, Any]
+    seed: int
+    scenario: dict[str, Any] = field(repr=False)
+    config_hash: str = ""
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """A validated sweep: its spec (what the manifest records) and its points in row order."""
+
+    spec: dict[str, Any]
+    points: list[SweepPoint]
+    engine: str | None
+
+    @property
+    def keys(self) -> list[str]:
+        return [k for k, _ in self.spec["grid"]] + [k for k, _ in self.spec["zip"]]
+
+
+def _split_values(text: str) -> list[str]:
+    """Split at commas outside brackets/braces/quotes (``a,[1, 2],c`` -> 3 values)."""
+    out: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    out.append("".join(cur))
+    return [v.strip() for v in out]
+
+
+def parse_axis(item: str, option: str = "--grid") -> tuple[str, list[Any]]:
+    """Parse ``KEY=V1,V2,...`` into the key and its values (YAML scalars, like ``--set``).
+
+    Examples
+    --------
+    >>> parse_axis("workload.qps=5,10.5")
+    ('workload.qps', [5, 10.5])
+    >>> parse_axis("lb.policy=ecmp,ark")
+    ('lb.policy', ['ecmp', 'ark'])
+    """
+    from fabricsim.config.loader import parse_set_options
+
+    if "=" not in item:
+        raise ConfigError(f"{option} {item!r}: expected KEY=V1,V2,..., e.g. workload.qps=5,10")
+    key, raw = item.split("=", 1)
+    key = key.strip()
+    if not key:
+        raise ConfigError(f"{option} {item!r}: empty key")
+    texts = [v for v in _split_values(raw) if v != ""]
+    if not texts:
+        raise ConfigError(f"{option} {key}: no values; give KEY=V1,V2,...")
+    values = [parse_set_options([f"v={t}"])["v"] for t in texts]
+    if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
+        raise ConfigError(f"{option} {key}: repeated value in {raw!r}")
+    return key, values
+
+
+def _axes(grid: list[str], zipped: list[str]) -> tuple[dict[str, list], dict[str, list]]:
+    g: dict[str, list] = {}
+    z: dict[str, list] = {}
+    for option, items, target in (("--grid", grid, g), ("--zip", zipped, z)):
+        for item in items:
+            key, values = parse_axis(item, option)
+            if key in g or key in z:
+                raise ConfigError(f"{option} {key}: key given twice")
+            target[key] = values
+    lengths = {len(v) for v in z.values()}
+    if len(lengths) > 1:
+        sizes = ", ".join(f"{k}: {len(v)}" for k, v in z.items())
+        raise ConfigError(f"--zip: every zipped key needs the same number of values ({sizes})")
+    return g, z
+
+
+def _param_sets(grid: dict[str, list], zipped: dict[str, list]) -> list[dict[str, Any]]:
+    axes: list[list[dict[str, Any]]] = [[{k: v} for v in vals] for k, vals in grid.items()]
+    if zipped:
+        n = len(next(iter(zipped.values())))
+        axes.append([{k: vals[i] for k, vals in zipped.items()} for i in range(n)])
+    return [dict(kv for part in combo for kv in part.items()) for combo in itertools.product(*axes)]
+
+
+def _prefixed(option: str, key: str, exc: ConfigError) -> ConfigError:
+    text = str(exc)
+    return ConfigError(text if text.startswith(option) else f"{option} {key}: {text}")
+
+
+def plan_sweep(
+    scenario: Any,
+    grid: Iterable[str] = (),
+    zipped: Iterable[str] = (),
+    seeds: int = 1,
+    sets: Iterable[str] = (),
+    engine: str | None = None,
+) -> SweepPlan:
+    """Validate a sweep and list its points; raise :class:`ConfigError` on bad input.
+
+    Parameters
+    ----------
+    scenario
+        Built-in name, YAML path, dict or Scenario.
+    grid, zipped
+        ``KEY=V1,V2,...`` strings: grid keys form a cartesian product (the first varies
+        slowest); zipped keys vary together and form the last axis.
+    seeds
+        Seeds per parameter set: the scenario's seed, seed + 1, ...
+    sets
+        ``KEY=VALUE`` overrides applied to every point (``--set``).
+    engine
+        ``flow`` or ``packet``; default: the scenario's.
+    """
+    from fabricsim.config.loader import load_scenario, parse_set_options
+    from fabricsim.runner import check_engine
+
+    grid, zipped, sets = list(grid), list(zipped), list(sets)
+    if seeds < 1:
+        raise ConfigError(f"--seeds: must be >= 1 (got {seeds})")
+    g, z = _axes(grid, zipped)
+    if not g and not z and seeds == 1:
+        raise ConfigError("--grid: empty grid; give --grid KEY=V1,V2,... (or --zip, or --seeds N)")
+    if ("seed" in g or "seed" in z) and seeds > 1:
+        raise ConfigError("--grid seed: sweep seeds with --seeds N or with a seed key, not both")
+    overrides = parse_set_options(sets)
+    for key in overrides:
+        if key in g or key in z:
+            raise ConfigError(f"--set {key}: also a sweep key; give it in one place")
+    base = load_scenario(scenario)
+    if overrides:
+        base = base.with_overrides(overrides)
+    seed_list = [base.seed + i for i in range(seeds)]
+    points: list[SweepPoint] = []
+    for params in _param_sets(g, z):
+        for seed in seed_list:
+            sc = _point_scenario(base, params, seed if "seed" not in params else None)
+            check_engine(sc, engine or sc.engine.kind)
+            points.append(
+                SweepPoint(
+                    f"p{len(points):04d}",
+                    len(points),
+                    params,
+                    sc.seed,
+                    sc.to_dict(),
+                    sc.config_hash(),
+                )
+            )
+    spec = {
+        "version": _VERSION,
+        "scenario": base.name,
+        "base_config_hash": base.config_hash(),
+        "engine": engine,
+        "grid": [[k, v] for k, v in g.items()],  # lists: JSON keeps their order
+        "zip": [[k, v] for k, v in z.items()],
+        "seeds": seed_list if not ("seed" in g or "seed" in z) else None,
+        "sets": overrides,
+    }
+    return SweepPlan(spec, points, engine)
+
+
+def _point_scenario(base: Any, params: dict[str, Any], seed: int | None) -> Any:
+    for key, value in params.items():  # one key at a time so an error names its option
+        try:
+            base.with_overrides({key: value})
+        except ConfigError as exc:
+            raise _prefixed("--grid", key, exc) from None
+    over = dict(params)
+    if seed is not None:
+        over["seed"] = seed
+    return base.with_overrides(over)

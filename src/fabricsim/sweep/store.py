@@ -1,0 +1,160 @@
+"""The sweep directory: atomic writes, the manifest, point records and the aggregated table."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fabricsim.errors import ConfigError
+from fabricsim.sweep.plan import SweepPlan, SweepPoint
+
+MANIFEST = "manifest.json"
+POINT_FILE = "point.json"
+TABLE = "sweep.parquet"
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Write ``path`` via a temporary file in the same directory and :func:`os.replace`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def dumps(data: Any) -> str:
+    from fabricsim.metrics.results import dumps_json
+
+    return dumps_json(data)
+
+
+def manifest_of(plan: SweepPlan) -> dict[str, Any]:
+    points = [
+        {
+            "id": p.id,
+            "index": p.index,
+            "params": p.params,
+            "seed": p.seed,
+            "config_hash": p.config_hash,
+        }
+        for p in plan.points
+    ]
+    return {"spec": plan.spec, "points": points}
+
+
+def check_manifest(out: Path, manifest: dict[str, Any]) -> None:
+    """Refuse a directory that holds a different sweep (a resume must be the same sweep)."""
+    path = out / MANIFEST
+    if not path.exists():
+        if out.exists() and any(out.iterdir()):
+            raise ConfigError(f"--out {out}: not empty and not a sweep directory")
+        return
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        raise ConfigError(f"--out {out}: {MANIFEST} is unreadable; use a new directory") from None
+    if json.loads(dumps(manifest)) != old:
+        raise ConfigError(
+            f"--out {out}: holds a different sweep (its {MANIFEST} differs); use a new directory"
+        )
+
+
+def point_done(out: Path, point: SweepPoint) -> bool:
+    path = out / "points" / point.id / POINT_FILE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return data.get("config_hash") == point.config_hash and "summary" in data
+
+
+def store_point(out: Path, point: SweepPoint, result: dict[str, Any]) -> None:
+    """Write a finished point: run output files first, ``point.json`` last."""
+    pdir = out / "points" / point.id
+    if pdir.exists():
+        shutil.rmtree(pdir)
+    for name, data in result["files"].items():
+        atomic_write(pdir / name, data)
+    record = {
+        "id": point.id,
+        "index": point.index,
+        "params": point.params,
+        "seed": point.seed,
+        "config_hash": point.config_hash,
+        "summary": result["summary"],
+    }
+    atomic_write(pdir / POINT_FILE, dumps(record))
+
+
+def _flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in summary.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{name}."))
+        elif isinstance(value, list):
+            out[name] = json.dumps(value)
+        else:
+            out[name] = value
+    return out
+
+
+def _param_column(values: list[Any]) -> list[Any]:
+    """One type per column: numbers stay numbers, mixed or structured values become text."""
+    kinds = {type(v) for v in values}
+    if kinds <= {int, float} or kinds == {bool} or kinds == {str}:
+        return values
+    return [v if isinstance(v, str) else json.dumps(v) for v in values]
+
+
+def aggregate(out: str | Path) -> pd.DataFrame:
+    """Every point's parameters and summary, one row per point in the manifest's order.
+
+    Columns: ``point``, ``index``, ``status`` (``ok`` or ``missing``), ``seed``, the sweep keys
+    (dotted names), then the summary keys (nested dicts flattened to ``key.sub``), sorted.
+    """
+    out = Path(out)
+    try:
+        manifest = json.loads((out / MANIFEST).read_text())
+    except (OSError, json.JSONDecodeError):
+        raise ConfigError(f"{out}: not a sweep directory (no readable {MANIFEST})") from None
+    spec = manifest["spec"]
+    keys = [k for k, _ in spec["grid"]] + [k for k, _ in spec["zip"]]
+    rows = []
+    summary_cols: set[str] = set()
+    for p in manifest["points"]:
+        row: dict[str, Any] = {"point": p["id"], "index": p["index"], "status": "missing"}
+        row["seed"] = p["seed"]
+        row.update({k: p["params"][k] for k in keys if k != "seed"})
+        path = out / "points" / p["id"] / POINT_FILE
+        if path.exists():
+            data = json.loads(path.read_text())
+            if data.get("config_hash") == p["config_hash"]:
+                flat = {k: v for k, v in _flatten(data["summary"]).items() if k != "seed"}
+                summary_cols.update(flat)
+                row.update(flat, status="ok")
+        rows.append(row)
+    cols = ["point", "index", "status", "seed", *[k for k in keys if k != "seed"]]
+    cols += sorted(summary_cols - set(cols))
+    df = pd.DataFrame(rows, columns=cols)
+    for key in keys:
+        if key != "seed":
+            df[key] = _param_column(df[key].tolist())
+    return df
+
+
+def load_table(out: str | Path) -> pd.DataFrame:
+    """The aggregated table of a finished sweep directory (``sweep.parquet``)."""
+    path = Path(out) / TABLE
+    if not path.exists():
+        raise ConfigError(f"{out}: no {TABLE}; run the sweep (again) to finish it")
+    return pd.read_parquet(path)

@@ -1,0 +1,536 @@
+"""MoE all-to-all dispatch (``003_*.txt``): demand matrices, sender schedulers, CCT metrics.
+
+A dispatch is a GPU-level demand matrix ``D`` (bytes, one NIC per GPU: GPU ``i`` is host
+``i``) turned into one flow per non-zero entry, all starting together.  Sources of ``D``:
+
+* ``zipf``: tokens routed to Zipf(s)-popular experts, top-k experts per token, a token sent
+  once per destination GPU however many of its experts live there;
+* ``pure_zipf``: the paper's analysis model ``D_ij = T / (j H_N)`` (every sender to all N
+  receivers, itself included), mapped onto a bipartite non-blocking fabric;
+* ``file``: a CSV or ``.npy`` matrix; ``chakra``: MLCommons Chakra traces (:mod:`.chakra`).
+
+Intra-server blocks (``gpus_per_server``) use NVLink and are removed (not for pure_zipf).
+
+Sender schedulers (``workload.scheduler``) are pure functions of the matrix: ``round_robin``
+leaves the flows uncapped (the engine shares the sender's rate); ``rate_based`` paces every
+flow at ``R_ij`` x line rate (:func:`flow_pacing_bps`), stored as the flow column
+``rate_cap_bps``.  Engines honour it through ``Connection.rate_cap_bps``
+(:class:`RateCapPolicy` wraps any path policy); the open-loop engine reads it directly.
+
+Examples
+--------
+The paper's 3 x 3 example (row maximum 3000, column maximum 4000):
+
+>>> D = np.array([[0, 1000, 2000], [800, 0, 2000], [2000, 1000, 0]])
+>>> float(normalization_factor(D))
+4000.0
+>>> normalized_rates(D).tolist()
+[[0.0, 0.25, 0.5], [0.2, 0.0, 0.5], [0.5, 0.25, 0.0]]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fabricsim.config.models import Scenario
+from fabricsim.config.workloads import MoeWorkload
+from fabricsim.errors import ConfigError
+from fabricsim.rng import stream
+from fabricsim.topology.fabric import Fabric
+from fabricsim.workloads.base import FlowTable, register
+
+if TYPE_CHECKING:
+    from fabricsim.lb.base import Connection, PathPolicy
+
+
+@dataclass(frozen=True)
+class MoeShape:
+    """What one token costs and where it goes: hidden size, routed experts, top-k."""
+
+    hidden_size: int
+    experts: int | None  # None: 4 per GPU
+    top_k: int
+    bytes_per_element: int
+
+    @property
+    def token_bytes(self) -> int:
+        """Bytes of one dispatched token."""
+        return self.hidden_size * self.bytes_per_element
+
+
+PRESETS: dict[str, MoeShape] = {
+    # 256 routed experts, 8 per token, hidden 7168; DeepEP dispatches FP8 (1 byte/element)
+    "deepseek-v3": MoeShape(hidden_size=7168, experts=256, top_k=8, bytes_per_element=1),
+    # Qwen3-235B-A22B: 128 experts, 8 per token, hidden 4096, BF16
+    "qwen3-235b": MoeShape(hidden_size=4096, experts=128, top_k=8, bytes_per_element=2),
+}
+GENERIC = MoeShape(hidden_size=7168, experts=None, top_k=8, bytes_per_element=1)
+
+
+def resolve_shape(wl: MoeWorkload, gpus: int) -> MoeShape:
+    """The workload's shape: explicit fields, else the preset's, else the generic defaults."""
+    base = PRESETS[wl.model] if wl.model else GENERIC
+    experts = wl.experts or base.experts or 4 * gpus
+    top_k = wl.top_k or base.top_k
+    if top_k > experts:
+        raise ConfigError(f"workload.top_k: {top_k} is more than the {experts} experts")
+    return MoeShape(
+        hidden_size=wl.hidden_size or base.hidden_size,
+        experts=experts,
+        top_k=top_k,
+        bytes_per_element=wl.bytes_per_element or base.bytes_per_element,
+    )
+
+
+# -- synthetic matrices ------------------------------------------------------------------------
+def expert_popularity(
+    experts: int, zipf_s: float, rng: np.random.Generator | None = None
+) -> np.ndarray:
+    """Probability that a token picks each expert first: rank^-s / sum (ranks shuffled by rng).
+
+    Examples
+    --------
+    >>> expert_popularity(4, 1.0).round(3).tolist()
+    [0.48, 0.24, 0.16, 0.12]
+    """
+    p = np.arange(1, experts + 1, dtype=np.float64) ** -zipf_s
+    p /= p.sum()
+    return p[rng.permutation(experts)] if rng is not None else p
+
+
+def expert_gpu(experts: int, gpus: int) -> np.ndarray:
+    """GPU of each expert: contiguous blocks, ``floor(e * gpus / experts)``.
+
+    Examples
+    --------
+    >>> expert_gpu(8, 4).tolist()
+    [0, 0, 1, 1, 2, 2, 3, 3]
+    """
+    return (np.arange(experts, dtype=np.int64) * gpus) // experts
+
+
+def sample_top_k(rng: np.random.Generator, p: np.ndarray, tokens: int, k: int) -> np.ndarray:
+    """``tokens`` x ``k`` distinct experts per token, drawn in turn from ``p`` without replacement.
+
+    Each slot draws from ``p`` and redraws on a clash with the token's earlier slots (this is
+    exactly sampling from ``p`` restricted to the unchosen experts); tokens still clashing
+    after 32 redraws are drawn from the explicitly renormalized distribution.
+    """
+    experts = len(p)
+    cdf = np.cumsum(p)
+    cdf /= cdf[-1]
+    out = np.empty((tokens, k), dtype=np.int64)
+    for slot in range(k):
+        todo = np.arange(tokens)
+        for _ in range(32):
+            draw = np.minimum(
+                np.searchsorted(cdf, rng.random(len(todo)), side="right"), experts - 1
+            )
+            clash = (out[todo, :slot] == draw[:, None]).any(axis=1)
+            out[todo[~clash], slot] = draw[~clash]
+            todo = todo[clash]
+            if not len(todo):
+                break
+        if len(todo):
+            w = np.broadcast_to(p, (len(todo), experts)).copy()
+            np.put_along_axis(w, out[todo, :slot], 0.0, axis=1)
+            cum = np.cumsum(w, axis=1)
+            u = rng.random(len(todo)) * cum[:, -1]
+            out[todo, slot] = np.minimum((cum <= u[:, None]).sum(axis=1), experts - 1)
+    return out
+
+
+def token_matrix(
+    gpus: int,
+    tokens_per_gpu: int,
+    shape: MoeShape,
+    zipf_s: float,
+    rng: np.random.Generator,
+    shuffle: bool = True,
+) -> np.ndarray:
+    """``C[i, j]``: tokens GPU ``i`` sends to GPU ``j`` (once per GPU, whatever its expert count)."""
+    experts = int(shape.experts or 4 * gpus)
+    p = expert_popularity(experts, zipf_s, rng if shuffle else None)
+    where = expert_gpu(experts, gpus)
+    counts = np.zeros((gpus, gpus), dtype=np.int64)
+    chunk = max(1, 2_000_000 // (tokens_per_gpu * shape.top_k))  # senders per batch
+    for lo in range(0, gpus, chunk):
+        hi = min(gpus, lo + chunk)
+        g = where[sample_top_k(rng, p, (hi - lo) * tokens_per_gpu, shape.top_k)]
+        g.sort(axis=1)
+        first = np.ones(g.shape, dtype=bool)
+        first[:, 1:] = g[:, 1:] != g[:, :-1]
+        sender = np.repeat(np.arange(hi - lo), tokens_per_gpu)[:, None]
+        pair = (sender * gpus + g)[first]
+        counts[lo:hi] = np.bincount(pair, minlength=(hi - lo) * gpus).reshape(hi - lo, gpus)
+    return counts
+
+
+def remove_intra_server(matrix: np.ndarray, gpus_per_server: int) -> tuple[np.ndarray, float]:
+    """Zero the intra-server blocks (NVLink traffic, the diagonal included); return the bytes removed.
+
+    Examples
+    --------
+    >>> m, gone = remove_intra_server(np.ones((4, 4)), 2)
+    >>> m.tolist(), gone
+    ([[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]], 8.0)
+    """
+    server = np.arange(len(matrix)) // gpus_per_server
+    same = server[:, None] == server[None, :]
+    removed = float(matrix[same].sum())
+    out = matrix.copy()
+    out[same] = 0
+    return out, removed
+
+
+def pure_zipf_matrix(n: int, total_bytes: float) -> np.ndarray:
+    """The analysis model: ``D_ij = T / (j * alpha)``, ``alpha = H_N``, receiver rank j = 1..N.
+
+    Every row is the same and sums to ``T``; column ``j`` sums to ``N T / (j alpha)``.
+
+    Examples
+    --------
+    >>> pure_zipf_matrix(3, 11.0)[0].tolist()
+    [6.0, 3.0, 2.0]
+    """
+    alpha = float(np.sum(1.0 / np.arange(1, n + 1)))
+    row = total_bytes / (np.arange(1, n + 1) * alpha)
+    return np.broadcast_to(row, (n, n)).copy()
+
+
+# -- files and validation ---------------------------------------------------------------------
+def check_matrix(matrix: Any, where: str = "workload.path") -> np.ndarray:
+    """Validate a demand matrix: 2-D, square, finite, non-negative, not all zero.
+
+    Raises
+    ------
+    ConfigError
+        One line naming ``where`` and what is wrong.
+    """
+    try:
+        m = np.asarray(matrix, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: the matrix is not numeric") from None
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ConfigError(f"{where}: the matrix must be square N x N (got shape {m.shape})")
+    if m.shape[0] < 2:
+        raise ConfigError(f"{where}: the matrix needs at least 2 GPUs (got {m.shape[0]})")
+    bad = np.argwhere(~np.isfinite(m))
+    if len(bad):
+        i, j = (int(x) for x in bad[0])
+        raise ConfigError(f"{where}: entry ({i}, {j}) is {m[i, j]} (entries must be finite)")
+    neg = np.argwhere(m < 0)
+    if len(neg):
+        i, j = (int(x) for x in neg[0])
+        raise ConfigError(f"{where}: entry ({i}, {j}) is negative ({m[i, j]:g}); demands are >= 0")
+    if not m.any():
+        raise ConfigError(f"{where}: the matrix is all zeros (no traffic)")
+    return m
+
+
+def load_matrix(path: str | Path) -> np.ndarray:
+    """Read a demand matrix from a CSV (comma-separated numbers, no header) or ``.npy`` file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"workload.path: file not found: {p}")
+    try:
+        if p.suffix.lower() == ".npy":
+            data = np.load(p, allow_pickle=False)
+        else:
+            data = np.loadtxt(p, delimiter=",", dtype=np.float64, ndmin=2)
+    except Exception as exc:  # noqa: BLE001 - any reader failure is bad user input
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"workload.path: cannot read {p.name} as a matrix: {first}") from None
+    return check_matrix(data, f"workload.path: {p.name}")
+
+
+# -- normalization (the rate-based scheduler) -------------------------------------------------
+def _port_rates(n: int, port_rates: Any) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(port_rates, tuple):
+        send, recv = port_rates
+    else:
+        send = recv = port_rates
+    send = np.broadcast_to(np.asarray(send, dtype=np.float64), (n,))
+    recv = np.broadcast_to(np.asarray(recv, dtype=np.float64), (n,))
+    if np.any(send <= 0) or np.any(recv <= 0):
+        raise ValueError("port rates must be > 0")
+    return send, recv
+
+
+def normalization_factor(d: np.ndarray, port_rates: Any = None) -> float:
+    """``M = max(largest row sum, largest column sum)`` — per port, over its own rate if given.
+
+    Parameters
+    ----------
+    d
+        Non-negative N x N demand matrix.
+    port_rates
+        None (all ports equal: ``M`` in the units of ``d``), a scalar or length-N vector (the
+        same for sending and receiving), or a tuple ``(send, recv)`` of them.  With rates,
+        ``M = max_i(row_i / send_i, col_j / recv_j)``: with ``d`` in bits and rates in bits/s,
+        the time in seconds the busiest port needs at 100 % utilization.
+    """
+    d = np.asarray(d, dtype=np.float64)
+    rows, cols = d.sum(axis=1), d.sum(axis=0)
+    if port_rates is not None:
+        send, recv = _port_rates(len(d), port_rates)
+        rows, cols = rows / send, cols / recv
+    m = float(max(rows.max(), cols.max()))
+    if not m > 0:
+        raise ValueError("the demand matrix is all zeros")
+    return m
+
+
+def normalized_rates(d: np.ndarray, port_rates: Any = None) -> np.ndarray:
+    """The normalized rate matrix ``R``: flow ``ij`` is paced at ``R_ij`` x sender ``i``'s rate.
+
+    Without ``port_rates``: ``R = D / M``; every row and column of ``R`` sums to at most 1 and
+    the busiest to exactly 1.  With per-port rates (mixed 200/400/800 Gbps NICs),
+    ``R_ij = D_ij / (M send_i)``: sender ``i`` uses ``sum_j R_ij <= 1`` of its rate, receiver
+    ``j`` gets ``sum_i R_ij send_i <= recv_j``, and the busiest port is exactly full.
+    """
+    d = np.asarray(d, dtype=np.float64)
+    m = normalization_factor(d, port_rates)
+    if port_rates is None:
+        return d / m
+    send, _ = _port_rates(len(d), port_rates)
+    return d / (m * send[:, None])
+
+
+def flow_pacing_bps(
+    src: np.ndarray,
+    dst: np.ndarray,
+    wire_bytes: np.ndarray,
+    send_bps: np.ndarray,
+    recv_bps: np.ndarray,
+) -> tuple[np.ndarray, float]:
+    """Per-flow pacing rates of the rate-based scheduler, and ``M`` in seconds.
+
+    The sparse form of :func:`normalized_rates` for a flow list (what engines need):
+    ``rate_f = 8 wire_f / M_s`` with ``M_s`` the busiest port's time at its own line rate, so
+    every flow finishes at ``M_s`` and no port is ever oversubscribed.  Rates count wire bytes
+    (headers included).  ``send_bps``/``recv_bps`` are indexed by host.
+    """
+    bits = 8.0 * np.asarray(wire_bytes, dtype=np.float64)
+    hosts = len(send_bps)
+    out_load = np.bincount(src, weights=bits, minlength=hosts) / send_bps
+    in_load = np.bincount(dst, weights=bits, minlength=hosts) / recv_bps
+    m_s = float(max(out_load.max(), in_load.max()))
+    if not m_s > 0:
+        raise ValueError("no traffic to pace")
+    return bits / m_s, m_s
+
+
+def wire_bytes_array(size_bytes: np.ndarray, mss: int, header_bytes: int) -> np.ndarray:
+    """Vectorized :func:`fabricsim.engine_api.wire_bytes`: payload plus one header per packet."""
+    size = np.asarray(size_bytes, dtype=np.int64)
+    return size + (-(-size // mss)) * header_bytes
+
+
+def host_rates_bps(fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
+    """Each host's NIC rate (bits/s) sending (uplink) and receiving (downlink), degradation applied."""
+    rate = fabric.link_rate_bps
+    return rate[fabric.host_uplink].astype(np.float64), rate[fabric.host_downlink].astype(
+        np.float64
+    )
+
+
+def unloaded_latency_s(fabric: Fabric, src: int, dst: int, mss: int, header_bytes: int) -> float:
+    """One packet's unloaded delay on the fastest ``src -> dst`` path (as the flow engine adds it):
+    propagation plus store-and-forward of one full packet on every hop after the first."""
+    size = (mss + header_bytes) * 8
+    best = math.inf
+    for path in fabric.paths(src, dst):
+        lat = fabric.path_delay_ps(path) * 1e-12
+        lat += sum(size / float(fabric.link_nominal_bps[link]) for link in path[1:])
+        best = min(best, lat)
+    return best if math.isfinite(best) else 0.0
+
+
+# -- the workload -----------------------------------------------------------------------------
+def _matrix_for(sc: Scenario, fabric: Fabric) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The demand matrix (bytes), the host of each receiver column, and metadata."""
+    wl = sc.workload
+    assert isinstance(wl, MoeWorkload)
+    hosts = fabric.num_hosts
+    if wl.matrix == "pure_zipf":
+        n = wl.gpus or hosts // 2
+        if 2 * n > hosts:
+            raise ConfigError(
+                f"workload.gpus: pure_zipf needs 2N hosts (N senders, N receivers); the fabric "
+                f"has {hosts} hosts, so N <= {hosts // 2} (got {n})"
+            )
+        d = pure_zipf_matrix(n, wl.total_bytes_per_sender)
+        if d.min() < 1:
+            raise ConfigError(
+                f"workload.total_bytes_per_sender: the smallest flow T/(N H_N) must be >= 1 byte "
+                f"for N={n} (got T={wl.total_bytes_per_sender})"
+            )
+        return np.rint(d), n + np.arange(n), {"nvlink_bytes": 0.0, "gpus": n}
+    n = wl.gpus or hosts
+    if n > hosts:
+        raise ConfigError(f"workload.gpus: {n} GPUs need {n} hosts; the fabric has {hosts}")
+    if wl.matrix == "zipf":
+        shape = resolve_shape(wl, n)
+        counts = token_matrix(
+            n, wl.tokens_per_gpu, shape, wl.zipf_s, stream(sc.seed, "workload"), wl.shuffle_experts
+        )
+        d = counts.astype(np.float64) * shape.token_bytes
+        info: dict[str, Any] = {
+            "token_bytes": shape.token_bytes,
+            "experts": shape.experts,
+            "top_k": shape.top_k,
+        }
+    else:
+        d = _file_matrix(wl, n)
+        info = {}
+    d, removed = remove_intra_server(d, wl.gpus_per_server)
+    if not d.any():
+        raise ConfigError("workload: no inter-server traffic left after removing NVLink blocks")
+    return np.rint(d), np.arange(n), {"nvlink_bytes": removed, "gpus": n, **info}
+
+
+def _file_matrix(wl: MoeWorkload, n: int) -> np.ndarray:
+    assert wl.path is not None
+    if wl.matrix == "chakra":
+        from fabricsim.workloads.chakra import chakra_matrix
+
+        d = chakra_matrix(wl.path, wl.trace_groups)
+    else:
+        d = load_matrix(wl.path)
+        if wl.units == "tokens":
+            d = d * resolve_shape(wl, n).token_bytes
+    if len(d) != n:
+        raise ConfigError(
+            f"workload.path: the matrix is {len(d)} x {len(d)} but the fabric/workload has {n} "
+            f"GPUs (one NIC per GPU: set workload.gpus or change the topology)"
+        )
+    return d
+
+
+@register("moe")
+def moe(sc: Scenario, fabric: Fabric) -> FlowTable:
+    """Build the dispatch: one flow per non-zero matrix entry, all at ``start_s``."""
+    wl = sc.workload
+    assert isinstance(wl, MoeWorkload)
+    d, recv_hosts, info = _matrix_for(sc, fabric)
+    i, j = np.nonzero(d)
+    src, dst, size = i.astype(np.int64), recv_hosts[j].astype(np.int64), d[i, j].astype(np.int64)
+    table = FlowTable.build(sc, src, dst, size, np.full(len(src), wl.start_s))
+    wire = wire_bytes_array(size, sc.nic.rdma_data_mss, sc.nic.header_bytes)
+    send_bps, recv_bps = host_rates_bps(fabric)
+    caps, m_s = flow_pacing_bps(src, dst, wire, send_bps, recv_bps)
+    if wl.scheduler == "rate_based":
+        table.extra["rate_cap_bps"] = caps
+    table.meta["sender_scheduler"] = wl.scheduler
+    table.meta["moe"] = {"matrix": wl.matrix, "m_s": m_s, "matrix_bytes": float(d.sum()), **info}
+    _ensure_summarizer()
+    return table
+
+
+# -- engines: honouring the caps ---------------------------------------------------------------
+class RateCapPolicy:
+    """Wrap any path policy so each connection carries its flow's pacing cap.
+
+    ``caps[flow]`` (bits/s on the wire) is split over a flow's connections in proportion to
+    their sizes.  The flow engine honours ``Connection.rate_cap_bps`` as a per-connection rate
+    cap in max-min sharing; the packet engine paces a connection at it.
+    """
+
+    def __init__(self, inner: PathPolicy, caps: np.ndarray) -> None:
+        self.inner = inner
+        self.caps = np.asarray(caps, dtype=np.float64)
+        self.ctx = inner.ctx
+        self.name = inner.name
+        self.flow_engine_only = inner.flow_engine_only
+
+    def connections(self, flow: int) -> list[Connection]:
+        conns = self.inner.connections(flow)
+        total = sum(c.size_bytes for c in conns) or 1
+        for c in conns:
+            c.rate_cap_bps = min(c.rate_cap_bps, float(self.caps[flow]) * c.size_bytes / total)
+        return conns
+
+    def on_finish(self, flow: int) -> None:
+        self.inner.on_finish(flow)
+
+    def summary(self) -> dict[str, object]:
+        return self.inner.summary()
+
+
+def with_rate_caps(policy: PathPolicy, flows: FlowTable) -> PathPolicy:
+    """``policy`` wrapped in :class:`RateCapPolicy` if the flows carry ``rate_cap_bps``."""
+    caps = flows.extra.get("rate_cap_bps")
+    return policy if caps is None else RateCapPolicy(policy, caps)  # type: ignore[return-value]
+
+
+# -- summary.json keys ------------------------------------------------------------------------
+def cct_lower_bound_s(
+    fabric: Fabric,
+    src: np.ndarray,
+    dst: np.ndarray,
+    wire_bytes: np.ndarray,
+    mss: int,
+    header_bytes: int,
+) -> tuple[float, str]:
+    """CCT at 100 % utilization of the busiest NIC (``M`` in wire bits / its line rate) plus one
+    unloaded path delay through it; also the name of that port."""
+    send_bps, recv_bps = host_rates_bps(fabric)
+    bits = 8.0 * np.asarray(wire_bytes, dtype=np.float64)
+    out_t = np.bincount(src, weights=bits, minlength=fabric.num_hosts) / send_bps
+    in_t = np.bincount(dst, weights=bits, minlength=fabric.num_hosts) / recv_bps
+    if in_t.max() >= out_t.max():
+        host, on_port, port = int(in_t.argmax()), dst, "in"
+    else:
+        host, on_port, port = int(out_t.argmax()), src, "out"
+    lat = math.inf
+    seen: set[tuple[int, int]] = set()
+    for f in np.flatnonzero(on_port == host):
+        s, d = int(src[f]), int(dst[f])
+        key = (int(fabric.host_leaf[s]), int(fabric.host_leaf[d]))
+        if key not in seen:
+            seen.add(key)
+            lat = min(lat, unloaded_latency_s(fabric, s, d, mss, header_bytes))
+    name = f"{fabric.host_names[host]} ({port})"
+    return float(max(out_t.max(), in_t.max())) + (0.0 if math.isinf(lat) else lat), name
+
+
+def moe_summary(ctx: Any) -> dict[str, Any]:
+    """``cct_s``, ``cct_lower_bound_s``, ``cct_inflation`` and the dispatch's facts."""
+    f, sc = ctx.flows, ctx.scenario
+    mss, hdr = sc.nic.rdma_data_mss, sc.nic.header_bytes
+    wire = wire_bytes_array(f.size_bytes, mss, hdr)
+    bound, port = cct_lower_bound_s(ctx.fabric, f.src, f.dst, wire, mss, hdr)
+    finish = ctx.output.finish_s
+    cct = None if np.isnan(finish).any() else float(finish.max() - f.start_s.min())
+    meta = f.meta.get("moe", {})
+    return {
+        "cct_s": cct,
+        "cct_lower_bound_s": bound,
+        "cct_inflation": None if cct is None else cct / bound,
+        "moe_bottleneck_port": port,
+        "moe_scheduler": f.meta.get("sender_scheduler"),
+        "moe_gpus": meta.get("gpus"),
+        "moe_matrix_bytes": meta.get("matrix_bytes"),
+        "moe_wire_bytes": int(wire.sum()),
+        "moe_nvlink_bytes": meta.get("nvlink_bytes"),
+    }
+
+
+_REGISTERED: list[bool] = []
+
+
+def _ensure_summarizer() -> None:
+    """Register :func:`moe_summary` with the runner on the first build (the runner imports this
+    package, so it cannot be imported at module import time)."""
+    if _REGISTERED:
+        return
+    from fabricsim.metrics.summaries import register_summarizer
+
+    register_summarizer("moe")(moe_summary)
+    _REGISTERED.append(True)

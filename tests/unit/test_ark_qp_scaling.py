@@ -1,0 +1,78 @@
+"""QP scaling (E-ECMP, ``lb.policy=qp_scaling``, split mode) on the ``ecmp-collision`` setup.
+
+``002_*.txt``: 8 flows on 8 spines, each split over ``q`` queue pairs; the expected penalty
+``E[max load] / q`` is 2.60, 2.10, 1.76, 1.53, 1.37 for q = 1, 2, 4, 8, 16.  Here: mean of
+``1 / step_efficiency`` over reduced seed sets (the full 600/200 seeds run in
+``scripts/verify_ark.py``).  The flow engine adds the path latency to every FCT, which pulls
+``1 / step_efficiency`` down; the latency-free ratio is checked against the model, and the bias
+is checked to be small, negative and shrinking with q.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fabricsim
+from fabricsim.config import load_scenario
+
+EXPECTED = {1: 2.60, 2: 2.10, 4: 1.76, 8: 1.53, 16: 1.37}
+SEEDS = {1: 300, 2: 100, 4: 100, 8: 100, 16: 100}  # full: 600 and 200 (scripts/verify_ark.py)
+
+
+def path_latency_s(sc) -> float:
+    """Latency the flow engine adds to an FCT: FCT of a 1-byte message alone, less its bytes."""
+    one = sc.with_overrides({"workload.size_bytes": 1, "workload.hosts": 1})
+    res = fabricsim.run(one)
+    wire = 1 + sc.nic.header_bytes
+    return float(res.flows["fct_s"].iloc[0]) - wire * 8 / (sc.topology.host_link_gbps * 1e9)
+
+
+def inverse_step_efficiency(q: int, seeds: int) -> tuple[float, float]:
+    """Mean over seeds of 1/step_efficiency: as reported, and with the path latency removed."""
+    base = load_scenario("ecmp-collision").with_overrides(
+        {"lb.policy": "qp_scaling", "lb.qp_mode": "split", "lb.qp_count": q}
+    )
+    lat = path_latency_s(base)
+    raw, clean = [], []
+    for seed in range(1, seeds + 1):
+        s = fabricsim.run(base.with_overrides({"seed": seed})).summary
+        ideal, slowest = s["step_ideal_s"], s["step_ideal_s"] / s["step_efficiency"]
+        raw.append(slowest / ideal)
+        clean.append((slowest - lat) / (ideal - lat))
+    return float(np.mean(raw)), float(np.mean(clean))
+
+
+@pytest.fixture(scope="module")
+def measured() -> dict[int, tuple[float, float]]:
+    return {q: inverse_step_efficiency(q, n) for q, n in SEEDS.items()}
+
+
+@pytest.mark.parametrize("q", sorted(EXPECTED))
+def test_latency_free_penalty_matches_the_model(measured, q):
+    _, clean = measured[q]
+    assert clean == pytest.approx(EXPECTED[q], abs=0.12)
+
+
+@pytest.mark.parametrize("q", sorted(EXPECTED))
+def test_reported_penalty_within_tolerance(measured, q):
+    raw, _ = measured[q]
+    assert raw == pytest.approx(EXPECTED[q], abs=0.18)
+
+
+def test_latency_bias_is_small_negative_and_shrinks_with_q(measured):
+    bias = [measured[q][0] - measured[q][1] for q in sorted(EXPECTED)]
+    assert all(-0.1 < b < 0 for b in bias)
+    assert bias == sorted(bias)  # |bias| shrinks as the penalty (and the slowest FCT) shrinks
+
+
+def test_more_queue_pairs_help(measured):
+    clean = [measured[q][1] for q in sorted(EXPECTED)]
+    assert clean == sorted(clean, reverse=True)
+
+
+def test_path_latency_is_the_unloaded_one_way_delay():
+    sc = load_scenario("ecmp-collision")
+    lat = path_latency_s(sc)
+    # 4 links x 1 us propagation + store-and-forward of one full packet on 3 switch hops
+    assert lat == pytest.approx(4e-6 + 3 * (4096 + 88) * 8 / 400e9, rel=1e-3)

@@ -1,0 +1,125 @@
+"""The ARK study: ``fabricsim run`` with no scenario, the QPS sweep, plots and helpers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fabricsim.cli import main
+from fabricsim.config import load_scenario
+from fabricsim.errors import ConfigError
+from fabricsim.studies.ark import (
+    comparison,
+    default_study,
+    offered_load,
+    paired_runs,
+    qps_sweep,
+    spine_grid,
+    sweep_table,
+)
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_default_study_writes_runs_tables_and_plots(tmp_path, capsys):
+    default_study(tmp_path, ["workload.requests=60"], seed=None, quiet=True, seeds=2)
+    assert capsys.readouterr().out == ""
+    for name in ("ecmp-seed1", "ecmp-seed2", "ark-seed1", "ark-seed2"):
+        assert (tmp_path / name / "summary.json").exists()
+        assert (tmp_path / name / "timeline_spine_flows.parquet").exists()
+    for png in ("fct_ttft.png", "spine_heatmap.png"):
+        assert (tmp_path / png).read_bytes()[:8] == PNG
+    record = json.loads((tmp_path / "study.json").read_text())
+    assert record["seeds"] == [1, 2] and record["qps"] == 25
+    table = pd.read_csv(tmp_path / "comparison.csv", index_col="metric")
+    ark = json.loads((tmp_path / "ark-seed1" / "summary.json").read_text())
+    ark2 = json.loads((tmp_path / "ark-seed2" / "summary.json").read_text())
+    expected = (ark["fct_mean_s"] + ark2["fct_mean_s"]) / 2
+    assert table.loc["fct_mean_s", "ark"] == pytest.approx(expected, rel=1e-12)
+    assert {"ttft_mean_s", "ttft_p95_s", "peak_flows_spine0", "peak_flows_max"} <= set(table.index)
+
+
+def test_study_prints_the_side_by_side_table(tmp_path, capsys):
+    default_study(tmp_path, ["workload.requests=30"], seed=4, quiet=False, seeds=1)
+    out = capsys.readouterr().out
+    for needle in ("mean FCT", "P95 FCT", "mean TTFT", "P95 TTFT", "peak flows spine3", "ECMP"):
+        assert needle in out
+    assert (tmp_path / "ark-seed4").is_dir()
+
+
+def test_cli_run_without_scenario_runs_the_study(tmp_path, capsys):
+    code = main(["run", "--set", "workload.requests=25", "--seed", "7", "--out", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == [
+        f"{pol}-seed{s}" for pol in ("ark", "ecmp") for s in (7, 8, 9)
+    ]
+    assert "mean TTFT" in captured.out
+
+
+def test_cli_study_quiet_prints_nothing(tmp_path, capsys):
+    assert main(["run", "--set", "workload.requests=20", "--out", str(tmp_path), "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_study_refuses_a_policy_override(tmp_path, capsys):
+    with pytest.raises(ConfigError, match="lb.policy"):
+        default_study(tmp_path, ["lb.policy=ark"], seed=None, quiet=True)
+    assert main(["run", "--set", "lb.policy=ecmp", "--out", str(tmp_path)]) == 2
+    assert "lb.policy" in capsys.readouterr().err
+
+
+def test_paired_runs_share_the_workload():
+    runs = paired_runs(load_scenario("ark").with_overrides({"workload.requests": 40}), [3])
+    e, a = runs[("ecmp", 3)].flows, runs[("ark", 3)].flows
+    for col in ("src", "dst", "size_bytes", "start_s", "prompt_tokens", "prefill_s"):
+        np.testing.assert_array_equal(e[col], a[col])
+    table = comparison(runs)
+    assert list(table.columns) == ["ecmp", "ark", "change_pct"]
+    assert table.loc["fct_mean_s", "change_pct"] == pytest.approx(
+        100 * (a["fct_s"].mean() / e["fct_s"].mean() - 1)
+    )
+
+
+def test_qps_sweep_rows_and_table():
+    base = load_scenario("ark").with_overrides({"workload.requests": 40})
+    sweep = qps_sweep([1, 25], seeds=[1, 2], base=base)
+    assert len(sweep) == 2 * 2 * 2
+    assert set(sweep["policy"]) == {"ecmp", "ark"}
+    assert (sweep.loc[sweep["policy"] == "ecmp", "ark_fallbacks"] == 0).all()
+    table = sweep_table(sweep)
+    assert list(table["qps"]) == [1.0, 25.0]
+    assert table["rho"].tolist() == pytest.approx([0.0349, 0.872], abs=1e-3)
+    row = table.iloc[1]
+    assert row["fct_mean_s_change_pct"] == pytest.approx(
+        100 * (row["fct_mean_s_ark"] / row["fct_mean_s_ecmp"] - 1)
+    )
+
+
+def test_qps_sweep_in_worker_processes_matches_serial():
+    base = load_scenario("ark").with_overrides({"workload.requests": 30})
+    serial = qps_sweep([5, 20], base=base)
+    parallel = qps_sweep([5, 20], base=base, workers=2)
+    pd.testing.assert_frame_equal(serial, parallel)
+
+
+def test_offered_load():
+    sc = load_scenario("ark")
+    assert offered_load(sc.with_overrides({"workload.qps": 30})) == pytest.approx(1.04615, abs=1e-4)
+    assert offered_load(sc) == pytest.approx(0.87179, abs=1e-4)
+
+
+def test_spine_grid_keeps_peaks_and_carries_values():
+    timeline = pd.DataFrame(
+        {
+            "spine": ["spine0", "spine1", "spine0", "spine0", "spine1"],
+            "time_s": [0.0, 0.0, 0.05, 0.06, 0.25],
+            "active_flows": [1, 2, 5, 0, 3],
+        }
+    )
+    spines, grid = spine_grid(timeline, bin_s=0.1, end_s=0.3)
+    assert spines == ["spine0", "spine1"]
+    np.testing.assert_array_equal(grid, [[5, 0, 0], [2, 2, 3]])

@@ -1,0 +1,183 @@
+"""Event loop, ports and route cache of the packet engine's hot path (packetsim/core.py)."""
+
+import numpy as np
+import pytest
+
+from fabricsim.config import TopologyConfig
+from fabricsim.config.models import Scenario
+from fabricsim.errors import EngineRefusal
+from fabricsim.packetsim.core import ACK, DATA, HDR, Packet, Port, Sim
+from fabricsim.packetsim.forwarding import EcmpForwarding, RouteTable, make_forwarding
+from fabricsim.routing.router import Router
+from fabricsim.topology import build_fabric
+
+
+class Sink:
+    def __init__(self, sim):
+        self.sim, self.got = sim, []
+
+    def receive(self, pkt):
+        self.got.append((self.sim.now, pkt.kind, pkt.psn, pkt.size, pkt.ecn))
+
+
+def make_port(
+    sim,
+    rate=100e9,
+    delay=1_000_000,
+    cap=10**9,
+    hcap=10**9,
+    kmin=10**9,
+    kmax=2 * 10**9,
+    trimming=True,
+    rand=lambda: 0.5,
+):
+    return Port(sim, 0, rate, delay, cap, hcap, kmin, kmax, trimming, False, 88, rand)
+
+
+def pkt_for(port, sink, psn, size=4184, kind=DATA):
+    p = Packet()
+    p.kind, p.psn, p.size = kind, psn, size
+    p.hops, p.hop = (port.receive, sink.receive), 0
+    return p
+
+
+def test_sim_orders_by_time_then_insertion():
+    sim = Sim()
+    out = []
+    for t, tag in [(5, "c"), (1, "a"), (5, "d"), (3, "b")]:
+        sim.at(t, out.append, tag)
+
+    def chain(_):  # scheduling at the current time runs in the same pass, after the others
+        out.append("e")
+        sim.at(sim.now, out.append, "f")
+
+    sim.at(5, chain)
+    assert sim.run(10) == 6 and out == ["a", "b", "c", "d", "e", "f"]
+    assert sim.now == 5 and not sim.stopped
+
+
+def test_sim_stops_at_the_limit_and_can_resume():
+    sim = Sim()
+    out = []
+    sim.at(2, out.append, 1)
+    sim.at(20, out.append, 2)
+    assert sim.run(10) == 1 and sim.stopped and sim.pending == 1
+    sim.stopped = False
+    assert sim.run(100) == 1 and out == [1, 2]
+
+
+def test_serialization_and_propagation():
+    sim = Sim()
+    port, sink = make_port(sim), None
+    sink = Sink(sim)
+    for i in range(3):
+        sim.at(0, port.receive, pkt_for(port, sink, i))
+    sim.run(10**12)
+    ser = 4184 * 80  # 100 Gbps: 80 ps per byte
+    assert [t for t, *_ in sink.got] == [1_000_000 + ser * (i + 1) for i in range(3)]
+    assert port.tx_bytes == 3 * 4184 and port.tx_pkts == 3 and port.peak == 2 * 4184
+
+
+def test_priority_queue_serves_control_first():
+    sim = Sim()
+    port, sink = make_port(sim), None
+    sink = Sink(sim)
+    sim.at(0, port.receive, pkt_for(port, sink, 0))
+    sim.at(1, port.receive, pkt_for(port, sink, 1))
+    sim.at(2, port.receive, pkt_for(port, sink, 2, size=88, kind=ACK))
+    sim.run(10**12)
+    assert [psn for _, _, psn, _, _ in sink.got] == [0, 2, 1]
+
+
+def test_full_queue_trims_to_a_header_in_the_priority_queue():
+    sim = Sim()
+    port, sink = make_port(sim, cap=4184), None
+    sink = Sink(sim)
+    for i in range(4):
+        sim.at(0, port.receive, pkt_for(port, sink, i))
+    sim.run(10**12)
+    # 0 on the wire, 1 queued, 2 and 3 trimmed and served first
+    assert [(psn, kind, size) for _, kind, psn, size, _ in sink.got] == [
+        (0, DATA, 4184),
+        (2, HDR, 88),
+        (3, HDR, 88),
+        (1, DATA, 4184),
+    ]
+    assert port.trims == 2 and port.drops == 0
+
+
+def test_drop_tail_and_header_overflow():
+    sim = Sim()
+    port, sink = make_port(sim, cap=4184, trimming=False), None
+    sink = Sink(sim)
+    for i in range(4):
+        sim.at(0, port.receive, pkt_for(port, sink, i))
+    sim.run(10**12)
+    assert [psn for _, _, psn, _, _ in sink.got] == [0, 1] and port.data_drops == 2
+    sim2 = Sim()
+    port2, sink2 = make_port(sim2, cap=4184, hcap=88), Sink(sim2)
+    for i in range(4):
+        sim2.at(0, port2.receive, pkt_for(port2, sink2, i))
+    sim2.run(10**12)
+    assert port2.trims == 1 and port2.data_drops == 1
+
+
+def test_ecn_marks_at_dequeue_between_thresholds():
+    sim = Sim()
+    draws = iter([0.9, 0.1] * 50)
+    port = make_port(sim, kmin=4184, kmax=4 * 4184, rand=lambda: next(draws))
+    sink = Sink(sim)
+    for i in range(8):
+        sim.at(0, port.receive, pkt_for(port, sink, i))
+    sim.run(10**12)
+    marks = [ecn for *_, ecn in sink.got]
+    # left queued at dequeue: 6,5,4 packets (>= kmax: always), 3,2 (random), 1,0 (never)
+    assert marks[0] is False  # left an empty queue when it started
+    assert marks[1:4] == [True, True, True]
+    assert marks[6:] == [False, False]
+    assert port.marks == sum(marks)
+
+
+def test_failed_port_drops_everything():
+    sim = Sim()
+    port, sink = make_port(sim), None
+    sink = Sink(sim)
+    sim.at(0, port.receive, pkt_for(port, sink, 0))
+    sim.at(1, port.receive, pkt_for(port, sink, 1))
+    sim.at(2, lambda _: port.fail())
+    sim.at(3, port.receive, pkt_for(port, sink, 2, size=88, kind=ACK))
+    sim.run(10**12)
+    assert [psn for _, _, psn, _, _ in sink.got] == [0]  # 1 was queued when the link failed
+    assert port.drops == 2 and port.data_drops == 1
+
+
+@pytest.mark.parametrize("method", ["crc32WithSalt", "crc32", "crc32Offset"])
+def test_route_cache_matches_router(method):
+    fab = build_fabric(TopologyConfig(kind="fat_tree", k=4))
+    router = Router.build(fab, seed=3, method=method)
+    table = RouteTable(
+        fab,
+        EcmpForwarding(router),
+        [None] * fab.num_links,
+        [None] * fab.num_hosts,
+        [None] * fab.num_hosts,
+        None,
+        {int(s): i for i, s in enumerate(fab.top_switches)},
+    )
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        src, dst = (int(x) for x in rng.choice(fab.num_hosts, 2, replace=False))
+        ev = int(rng.integers(0, 65536))
+        route = table.get(src, dst, ev)
+        assert route.links == router.route(src, dst, ev)
+        assert route.label == fab.path_label(route.links) and route.ok
+    assert table.get(0, 15, 7) is table.get(0, 15, 7)
+
+
+def test_switch_strategies_other_than_ecmp_are_refused():
+    sc = Scenario.model_validate(
+        {"workload": {"kind": "permutation"}, "switch": {"load_balancing_method": "adaptive"}}
+    )
+    fab = build_fabric(sc.topology)
+    with pytest.raises(EngineRefusal, match="load_balancing_method"):
+        make_forwarding(sc, Router.build(fab, 1), lambda: 0.5)

@@ -1,0 +1,134 @@
+"""The HTML report: sections with stable ids, self-contained, and clean in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+import fabricsim
+from fabricsim.cli import main
+from fabricsim.report import SECTION_IDS, write_report
+from fabricsim.report.browser import check_page, find_browser
+from fabricsim.sweep import plan_sweep, run_sweep
+
+RUN_SECTIONS = ["summary", "fct-cdf", "fct-percentiles", "spine-heatmap", "link-timelines",
+                "diagnostics", "config"]  # fmt: skip
+SWEEP_SECTIONS = ["summary", "sweep-table", "fct-cdf", "fct-percentiles", "fct-vs-load",
+                  "spine-heatmap", "link-timelines", "diagnostics", "config"]  # fmt: skip
+
+
+def _sections(html: str) -> list[str]:
+    return re.findall(r'<section id="([^"]+)"', html)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("run")
+    sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"records.timelines": True})
+    fabricsim.run(sc).save(d)
+    write_report(d)
+    return d
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("sweep") / "s"
+    plan = plan_sweep(
+        "ecmp-collision", grid=["workload.size_bytes=1000000,4000000", "lb.policy=ecmp,ideal_spray"],
+        sets=["records.timelines=true"],
+    )  # fmt: skip
+    run_sweep(plan, d, workers=2)
+    write_report(d)
+    return d
+
+
+def test_run_report_sections_and_figures(run_dir: Path) -> None:
+    html = (run_dir / "report.html").read_text()
+    assert _sections(html) == RUN_SECTIONS
+    assert set(RUN_SECTIONS) <= set(SECTION_IDS)
+    for name in ("fct-cdf", "spine-heatmap", "link-timelines"):
+        png = (run_dir / "figures" / f"{name}.png").read_bytes()
+        assert png.startswith(b"\x89PNG")
+    assert html.count("data:image/png;base64,") == 3
+    assert "leaf0" in html and "step_efficiency" in html and "max_over_mean" in html
+
+
+def test_report_is_self_contained(run_dir: Path, sweep_dir: Path) -> None:
+    for d in (run_dir, sweep_dir):
+        html = (d / "report.html").read_text()
+        assert "<script" not in html.lower()
+        for url in re.findall(r'(?:src|href)="([^"]+)"', html):
+            assert url.startswith(("data:", "#")), url
+        assert "http://" not in html and "https://" not in html
+
+
+def test_sections_appear_only_with_their_data(tmp_path: Path) -> None:
+    res = fabricsim.run("ecmp-collision")
+    res.summary["cct_inflation"] = 1.25  # a MoE run's key: the CCT bars appear
+    res.save(tmp_path)
+    html = write_report(tmp_path).read_text()
+    assert _sections(html) == ["summary", "fct-cdf", "fct-percentiles", "cct-inflation",
+                               "diagnostics", "config"]  # fmt: skip
+
+
+def test_sweep_report_sections(sweep_dir: Path) -> None:
+    html = (sweep_dir / "report.html").read_text()
+    assert _sections(html) == SWEEP_SECTIONS
+    assert "ideal_spray" in html and "workload.size_bytes" in html
+    assert "Per point" in html
+
+
+def test_kv_sweep_has_ttft_vs_load(tmp_path: Path) -> None:
+    plan = plan_sweep("ark", grid=["workload.qps=10,30"], sets=["workload.requests=20"])
+    run_sweep(plan, tmp_path / "kv", workers=1)
+    html = write_report(tmp_path / "kv").read_text()
+    assert {"fct-vs-load", "ttft-vs-load", "fct-percentiles"} <= set(_sections(html))
+    assert "TTFT percentiles" in html
+
+
+def test_report_cli(run_dir: Path, tmp_path: Path, capsys) -> None:
+    assert main(["report", str(run_dir)]) == 0
+    assert "report.html" in capsys.readouterr().out
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "summary.json" in err
+    assert main(["report", str(tmp_path / "nope")]) == 2
+
+
+def _browser() -> str:
+    exe = find_browser()
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but no Chromium browser is installed (apt-get install chromium)")
+        pytest.skip("no Chromium-family browser on PATH (apt-get install chromium)")
+    return exe
+
+
+def test_browser_check_catches_errors(tmp_path: Path) -> None:
+    """The checker itself can fail: a page with a console error, an exception, a broken image."""
+    exe = _browser()
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        '<!DOCTYPE html><html><head><link rel="icon" href="data:,"></head><body>'
+        '<section id="x">x</section><img src="missing.png">'
+        '<script>console.error("boom"); notDefined();</script></body></html>'
+    )
+    check = check_page(bad, exe)
+    assert check.section_ids == ["x"] and check.broken_images == 1
+    text = json.dumps(check.errors)
+    assert "boom" in text and "notDefined" in text and "missing.png" in text
+
+
+@pytest.mark.parametrize("which", ["run", "sweep"])
+def test_report_opens_in_headless_chromium(which: str, run_dir: Path, sweep_dir: Path) -> None:
+    exe = _browser()
+    d, expected = (run_dir, RUN_SECTIONS) if which == "run" else (sweep_dir, SWEEP_SECTIONS)
+    check = check_page(d / "report.html", exe)
+    assert check.errors == []
+    assert check.section_ids == expected
+    assert len(check.images) >= 3 and check.broken_images == 0
+    assert check.title.startswith("fabricsim")
