@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import io
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -151,7 +152,9 @@ def sweeps(tmp: Path, requests: int) -> None:
         stdout=subprocess.DEVNULL,
     )
     print(f"  local pool: {time.perf_counter() - t0:.1f} s")
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, dashboard_address=None, silence_logs=logging.CRITICAL
+    ) as cluster:
         t0 = time.perf_counter()
         subprocess.run(
             _sweep_cmd(tmp / "dask", [*sets, "--scheduler", cluster.scheduler_address]), check=True

@@ -233,5 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # run as a script: use the imported module (its commands are registered)
+    from fabricsim.cli import main as _main
+
+    sys.exit(_main())

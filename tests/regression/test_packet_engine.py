@@ -318,3 +318,37 @@ def test_pdc_groups_none_share_the_first_pdcs_port():
         out = eng.run()
         assert set(out.tables["uet_monitor"]["entropy_value"]) == expected
         assert out.delivered_bytes[0] == 1048576
+
+
+def test_connection_rate_cap_paces_the_pdc():
+    class Capped(PathPolicy):
+        name = "test-capped"
+
+        def connections(self, flow):
+            size = int(self.ctx.flows.size_bytes[flow])
+            return [Connection(size, 1000, rate_cap_bps=10e9)]
+
+    eng = PacketEngine.from_scenario(SPRAY)
+    eng.policy = Capped(eng.policy.ctx)
+    out = eng.run()
+    wire = 1048576 + 256 * 88
+    assert out.finish_s[0] == pytest.approx(wire * 8 / 10e9, rel=0.01)
+
+
+def test_degraded_link_serializes_slower():
+    res = run(SPRAY, **{"topology.degraded_links": {"leaf1->host1": 0.5}})
+    wire = 1048576 + 256 * 88
+    # the receiver's downlink at 200 Gbps is the bottleneck: the message takes twice as long
+    assert res.flows["fct_s"][0] == pytest.approx(wire * 8 / 200e9 + 4e-6, rel=0.03)
+
+
+def test_withdrawn_failed_link_is_avoided_and_random_hash_sprays():
+    sc = FAILED.with_overrides(
+        {"nic.packet_spraying_type": "none", "topology.failed_link_mode": "withdraw"}
+    )
+    res = run(sc)
+    assert res.summary["flows_completed"] == 8 and res.summary["packets_dropped"] == 0
+    assert not res.flows["path"].str.contains("spine0>leaf1").any()
+    res = run(SPRAY, **{"nic.packet_spraying_type": "none", "switch.hash_method": "random"})
+    mon = res.tables["uet_monitor"]
+    assert mon["entropy_value"].nunique() == 1 and mon["path"].nunique() == 8

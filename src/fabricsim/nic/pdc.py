@@ -129,9 +129,8 @@ class Pdc:
             if psn >= self.npkts:
                 return None
         size = self.wire_last if psn == self.npkts - 1 else self.wire_full
-        inflight = self.inflight
         cc = self.cc
-        if inflight and inflight + size > cc.cwnd_bytes:
+        if self.inflight and self.inflight + size > cc.cwnd_bytes:
             return None
         if (self.paced or cc.pacing_bps is not None) and not self._pace(size):
             return None
@@ -142,13 +141,15 @@ class Pdc:
             self.nic.retransmissions += 1
         else:
             self.next_psn = psn + 1
-        # perf: the packet is built here, not in a helper (one call less per data packet)
+        return self._emit(psn, size, retx)
+
+    def _emit(self, psn: int, size: int, retx: bool) -> Packet:
+        """Build and account the data packet of ``psn`` on a fresh entropy value."""
         env = self.env
         now = env.sim.now
         spray = self.spray
-        mon = env.monitor
-        if mon is not None:
-            state, cache = getattr(spray, "state", None), getattr(spray, "count", None)
+        if env.monitor is not None:
+            pre = (getattr(spray, "state", None), getattr(spray, "count", None))
         ev = spray.next_entropy()
         route = env.routes.cache.get(self.rkey | ev)
         if route is None:
@@ -166,7 +167,23 @@ class Pdc:
         pkt.ts = now
         self.st[psn] = OUT
         self.sent_ts[psn] = now
-        self.inflight = inflight + size
+        self.inflight += size
+        self._track(psn, now, ev)
+        self.sent += 1
+        if self.first_ev < 0:
+            self.first_ev = ev
+        self.labels[route.label] = None
+        if env.monitor is not None:
+            state, cache = pre
+            row = (now, retx, self.flow, psn, ev, spray.explored, spray.reason, route.label)
+            env.monitor.append((*row, state, cache))
+        if env.spine is not None:
+            env.spine.touch(route.tops, self.flow)
+        return pkt
+
+    def _track(self, psn: int, now: int, ev: int) -> None:
+        """Queue the transmission's RTO and early-failure deadlines; arm the timers."""
+        env = self.env
         level = self.tmo[psn]
         deadline = now + (env.rto_ps << level)
         if level:
@@ -176,33 +193,11 @@ class Pdc:
         if self.rto_at < 0 or deadline < self.rto_at:
             self._arm_rto(deadline)
         if env.fd_mult:
-            fd = now + int(env.fd_mult * cc.base_rtt_ps)
+            fd = now + int(env.fd_mult * self.cc.base_rtt_ps)
             self.fd_q.append((fd, psn, now, ev))
             if self.fd_at < 0:
                 self.fd_at = fd
                 env.sim.at(fd, self._on_fd)
-        self.sent += 1
-        if self.first_ev < 0:
-            self.first_ev = ev
-        self.labels[route.label] = None
-        if mon is not None:
-            mon.append(
-                (
-                    now,
-                    retx,
-                    self.flow,
-                    psn,
-                    ev,
-                    spray.explored,
-                    spray.reason,
-                    route.label,
-                    state,
-                    cache,
-                )
-            )
-        if env.spine is not None:
-            env.spine.touch(route.tops, self.flow)
-        return pkt
 
     def _pace(self, size: int) -> bool:
         now = self.env.sim.now

@@ -229,6 +229,13 @@ class RepsSpraying(SprayingStrategy):
             self.win_pos = i + 1 if i < self.window else 0
             if (self.window - i) % self.size == 0:
                 return self._explore("window")
+        elif self.count:  # perf: the common case, _take_oldest inlined
+            self.explored = False
+            self.reason = None
+            head = self.head
+            self.head = (head + 1) % self.size
+            self.count -= 1
+            return self.buf[head]
         return self._choose()
 
     def on_ack(self, ev: int, ecn: bool) -> None:

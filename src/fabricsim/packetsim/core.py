@@ -398,45 +398,32 @@ class HostPort(Port):
         if self.pending:
             return
         now = self.sim.now
-        if self.busy_until > now:
-            self.pending = True
-            # perf: Sim.at inlined
-            at = self.busy_until
-            bucket = self.buckets.get(at)
-            if bucket is None:
-                self.buckets[at] = [(self._complete, None)]
-                heappush(self.times, at)
+        if self.busy_until <= now:
+            pkt = self.pull()
+            if pkt is None:
+                return
+            if self.failed:
+                self._lost(pkt, now)
             else:
-                bucket.append((self._complete, None))
-            return
-        pkt = self.pull()
-        if pkt is None:
-            return
-        self._launch(pkt, now)
-        if self.ctrlq or self.activeq:
-            self.pending = True
-            # perf: Sim.at inlined
-            at = self.busy_until
-            bucket = self.buckets.get(at)
-            if bucket is None:
-                self.buckets[at] = [(self._complete, None)]
-                heappush(self.times, at)
-            else:
-                bucket.append((self._complete, None))
+                self.send(pkt, now)
+            if not (self.ctrlq or self.activeq):
+                return
+        self.pending = True
+        self.sim.at(self.busy_until, self._complete)
 
-    def _launch(self, pkt: Packet, now: int) -> None:
-        if self.failed:
-            self.busy_until = now + self.ser_ps(pkt.size)
-            self.drop(pkt)
-            return
-        self.send(pkt, now)
+    def _lost(self, pkt: Packet, now: int) -> None:
+        self.busy_until = now + self.ser_ps(pkt.size)
+        self.drop(pkt)
 
     def complete(self, _: Any) -> None:
         pkt = self.pull()
         if pkt is None:
             self.pending = False
             return
-        self._launch(pkt, self.sim.now)
+        if self.failed:
+            self._lost(pkt, self.sim.now)
+        else:
+            self.send(pkt, self.sim.now)
         if self.ctrlq or self.activeq:
             # perf: Sim.at inlined
             at = self.busy_until

@@ -82,13 +82,8 @@ class PacketEngine:
         self, sc: Scenario, fabric: Fabric, router: Router, flows: FlowTable, policy: PathPolicy
     ) -> None:
         check_packet_scenario(sc)
-        self.sc, self.fabric, self.router, self.flows, self.policy = (
-            sc,
-            fabric,
-            router,
-            flows,
-            policy,
-        )
+        self.sc, self.fabric, self.router = sc, fabric, router
+        self.flows, self.policy = flows, policy
         nic = sc.nic
         self.mss, self.hdr = nic.rdma_data_mss, nic.header_bytes
         self.sim = Sim()
@@ -97,42 +92,15 @@ class PacketEngine:
             self.base_rtt_ps = self.unloaded_rtt_ps
         else:
             self.base_rtt_ps = us_to_ps(float(nic.initial_base_rtt_us))
-        switch_rand = RandomPool(stream(sc.seed, "switch")).random
-        self.ports = self._build_ports(switch_rand)
+        self.ports = self._build_ports(RandomPool(stream(sc.seed, "switch")).random)
         self.rto_ps = us_to_ps(nic.rto_us) if nic.rto_us else self._default_rto_ps()
         self.sink = DropSink()
-        self.nics: list[Nic] = []
         top_index = {int(s): i for i, s in enumerate(fabric.top_switches)}
-        self.routes = RouteTable(
-            fabric,
-            make_forwarding(sc, router, RandomPool(stream(sc.seed, "switch/hash")).random),
-            [self._entry(p) for p in self.ports],
-            [],
-            [],
-            self.sink.receive,
-            top_index,
-        )
+        forwarding = make_forwarding(sc, router, RandomPool(stream(sc.seed, "switch/hash")).random)
+        entries = [self._entry(p) for p in self.ports]
+        self.routes = RouteTable(fabric, forwarding, entries, [], [], self.sink.receive, top_index)
         self._setup_records(len(top_index))
-        self.env = NicEnv(
-            sim=self.sim,
-            routes=self.routes,
-            pool=PacketPool(),
-            cfg=nic,
-            rto_ps=self.rto_ps,
-            window_packets=self._window_packets,
-            freezing_ps=us_to_ps(nic.freezing_timeout_us),
-            on_rx_done=self._rx_done,
-            on_tx_failed=self._tx_failed,
-            rand_of=lambda h: RandomPool(stream(sc.seed, f"nic/{h}")).random,
-            monitor=self.monitor,
-            spine=self.spine,
-        )
-        for h in range(fabric.num_hosts):
-            port = self.ports[int(fabric.host_uplink[h])]
-            assert isinstance(port, HostPort)
-            self.nics.append(Nic(self.env, h, port))
-        self.routes.nics.extend(n.receive for n in self.nics)
-        self.routes.nic_ctrl.extend(n.receive_ctrl for n in self.nics)
+        self.nics = self._build_nics()
         n = len(flows)
         self.pdcs: list[list[Pdc]] = [[] for _ in range(n)]
         self.pending = np.zeros(n, dtype=np.int64)
@@ -141,6 +109,31 @@ class PacketEngine:
         self.unresolved = n  # flows neither finished nor failed
         self.waiting = np.zeros(n, dtype=np.int64)
         self.dependents: list[list[int]] = [[] for _ in range(n)]
+
+    def _build_nics(self) -> list[Nic]:
+        sc, fabric = self.sc, self.fabric
+        self.env = NicEnv(
+            sim=self.sim,
+            routes=self.routes,
+            pool=PacketPool(),
+            cfg=sc.nic,
+            rto_ps=self.rto_ps,
+            window_packets=self._window_packets,
+            freezing_ps=us_to_ps(sc.nic.freezing_timeout_us),
+            on_rx_done=self._rx_done,
+            on_tx_failed=self._tx_failed,
+            rand_of=lambda h: RandomPool(stream(sc.seed, f"nic/{h}")).random,
+            monitor=self.monitor,
+            spine=self.spine,
+        )
+        nics = []
+        for h in range(fabric.num_hosts):
+            port = self.ports[int(fabric.host_uplink[h])]
+            assert isinstance(port, HostPort)
+            nics.append(Nic(self.env, h, port))
+        self.routes.nics.extend(n.receive for n in nics)
+        self.routes.nic_ctrl.extend(n.receive_ctrl for n in nics)
+        return nics
 
     @classmethod
     def from_scenario(cls, sc: Scenario) -> PacketEngine:

@@ -130,7 +130,7 @@ class RouteTable:
         self.uplink = [int(x) for x in fabric.host_uplink]
         self.cache: dict[int, Route] = {}
         self.groups: dict[tuple[int, int], tuple[int, ...]] = {}
-        self.labels: dict[tuple[int, ...], str] = {}
+        self.paths: dict[tuple[tuple[int, ...], bool], Route] = {}
         self.built = 0
 
     def get(self, src: int, dst: int, entropy: int) -> Route:
@@ -169,12 +169,16 @@ class RouteTable:
             node = link_dst[link]
             if len(links) > 64:
                 raise RuntimeError("routing loop")
+        key = tuple(links)
+        route = self.paths.get((key, ok))
+        if route is None:  # perf: one Route object per distinct path, shared by its entropies
+            route = self.paths[(key, ok)] = self._route(key, ok, dst)
+        return route
+
+    def _route(self, links: tuple[int, ...], ok: bool, dst: int) -> Route:
         hops = tuple(self.ports[x] for x in links)
         data = (*hops, self.nics[dst] if ok else self.sink)
         ctrl = (*hops, self.nic_ctrl[dst] if ok else self.sink)
-        key = tuple(links)
-        label = self.labels.get(key)
-        if label is None:
-            label = self.labels[key] = self.fabric.path_label(key)
+        link_dst = self.link_dst
         tops = tuple(self.top_of[link_dst[x]] for x in links if self.top_of[link_dst[x]] >= 0)
-        return Route(key, data, ctrl, label, ok, tops)
+        return Route(links, data, ctrl, self.fabric.path_label(links), ok, tops)
