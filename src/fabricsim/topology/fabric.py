@@ -8,10 +8,11 @@ of switch ``s`` toward host ``d`` is every out-link of ``s`` that brings it one 
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
 
 HOST, LEAF, SPINE, CORE = 0, 1, 2, 3
 TIER_NAMES = {HOST: "host", LEAF: "leaf", SPINE: "spine", CORE: "core"}
@@ -78,24 +79,17 @@ class Fabric:
 
     # -- routing ---------------------------------------------------------------------------
     def _distances(self) -> np.ndarray:
-        n = self.num_nodes
-        incoming: list[list[int]] = [[] for _ in range(n)]
-        for link in range(self.num_links):
-            if self.usable(link):
-                incoming[int(self.link_dst[link])].append(link)
-        dist = np.full((len(self.leaves), n), -1, dtype=np.int32)
-        for row, leaf in enumerate(self.leaves):
-            dist[row, leaf] = 0
-            queue = deque([int(leaf)])
-            while queue:
-                node = queue.popleft()
-                for link in incoming[node]:
-                    prev = int(self.link_src[link])
-                    if prev < self.num_hosts or dist[row, prev] >= 0:
-                        continue
-                    dist[row, prev] = dist[row, node] + 1
-                    queue.append(prev)
-        return dist
+        """Hops from every switch to every leaf over usable switch-to-switch links (-1: none)."""
+        n, h = self.num_nodes, self.num_hosts
+        ok = np.array([self.usable(link) for link in range(self.num_links)], dtype=bool)
+        ok &= (self.link_src >= h) & (self.link_dst >= h)
+        # reversed graph: an edge dst -> src, so distances run from each leaf backwards
+        graph = csr_matrix(
+            (np.ones(int(ok.sum())), (self.link_dst[ok], self.link_src[ok])), shape=(n, n)
+        )
+        dist = shortest_path(graph, method="D", unweighted=True, indices=self.leaves)
+        dist[~np.isfinite(dist)] = -1
+        return dist.astype(np.int32)
 
     def ecmp_group(self, switch: int, dst_host: int) -> np.ndarray:
         """Out-link ids of ``switch`` toward ``dst_host`` (the ECMP group; may be empty)."""
