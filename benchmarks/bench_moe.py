@@ -8,7 +8,7 @@ leaf-spine of 16 leaves x 32 hosts and 32 spines at 800 Gbps.  Runs:
 1. open loop, round robin (the exponential-incast model);
 2. open loop, paced at ``R_ij`` x line rate (rate-based);
 3. max-min with per-flow caps (rate-based on the usual flow engine, per-flow ECMP) — the
-   caps reach the flow engine through :class:`fabricsim.workloads.moe.RateCapPolicy`.
+   caps reach the flow engine through :class:`fabricsim.lb.base.RateCapPolicy`.
 
 Also ``--pure-zipf``: the paper's pure Zipf matrix (N = 512 senders, bipartite, 262,144 flows)
 on the open-loop engine.  Prints wall times.  Run: ``python benchmarks/bench_moe.py``.
@@ -27,7 +27,7 @@ from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.rng import stream
 from fabricsim.runner import fabric_of, router_of
 from fabricsim.workloads import generate
-from fabricsim.workloads.moe import with_rate_caps
+from fabricsim.lb.base import with_rate_caps
 
 
 def scenario(

@@ -44,8 +44,8 @@ from fabricsim.workloads.moe import (
     token_matrix,
     unloaded_latency_s,
     wire_bytes_array,
-    with_rate_caps,
 )
+from fabricsim.lb.base import with_rate_caps
 
 FAILED: list[str] = []
 

@@ -17,6 +17,7 @@ from fabricsim.config.models import Scenario, TopologyConfig
 from fabricsim.engine_api import EngineOutput, wire_bytes
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.lb import PolicyContext, make_policy
+from fabricsim.lb.base import with_rate_caps
 from fabricsim.metrics.results import Result, percentiles
 from fabricsim.metrics.summaries import RunContext, register_summarizer, summarizers_for
 from fabricsim.rng import stream
@@ -74,7 +75,7 @@ def estimated_packets(sc: Scenario, flows: FlowTable) -> int:
 
 def _run_engine(sc: Scenario, engine: str, fabric: Fabric, router: Router, flows: FlowTable) -> EngineOutput:
     ctx = PolicyContext(sc, fabric, router, flows, stream(sc.seed, "policy"))
-    policy = make_policy(ctx)
+    policy = with_rate_caps(make_policy(ctx), flows)  # per-flow pacing caps (rate_based)
     if engine == "flow" and sc.engine.flow_model == "open_loop":
         from fabricsim.flowsim.open_loop import OpenLoopEngine
 

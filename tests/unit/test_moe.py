@@ -230,6 +230,15 @@ def test_matrix_of_the_wrong_size_and_unreadable_files(tmp_path):
         generate(sc, fabric_of(sc))
     with pytest.raises(ConfigError, match="needs workload.path"):
         moe_scenario(matrix="file")
+    local = np.zeros((16, 16))
+    local[0, 1] = 5.0  # GPUs 0 and 1 share a server: NVLink only
+    np.save(tmp_path / "local.npy", local)
+    sc = moe_scenario(matrix="file", path=str(tmp_path / "local.npy"))
+    with pytest.raises(ConfigError, match="no inter-server traffic"):
+        generate(sc, fabric_of(sc))
+    with pytest.raises(ConfigError, match="workload.gpus: 32 GPUs need 32 hosts"):
+        sc = moe_scenario(gpus=32)
+        generate(sc, fabric_of(sc))
 
 
 @pytest.mark.parametrize("content", ["1,2,3\n4,5,6\n", "0,1\nnan,0\n", "0,-5\n1,0\n"])
@@ -267,7 +276,7 @@ def test_max_min_engine_honours_rate_caps_with_mixed_nic_rates():
     from fabricsim.lb import PolicyContext, make_policy
     from fabricsim.rng import stream
     from fabricsim.runner import router_of
-    from fabricsim.workloads.moe import with_rate_caps
+    from fabricsim.lb.base import with_rate_caps
 
     sc = moe_scenario(hosts=16, leaves=1, scheduler="rate_based").with_overrides(
         {"topology.degraded_links": {"host0->leaf0": 0.5, "leaf0->host9": 0.25}}

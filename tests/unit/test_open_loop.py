@@ -110,6 +110,8 @@ def test_refusals():
     sc = fabricsim.load_scenario("moe")
     with pytest.raises(EngineRefusal, match="oversubscribed"):
         fabricsim.run(sc.with_overrides({"topology.spines": 4}))
+    with pytest.raises(EngineRefusal, match="failed links"):
+        fabricsim.run(sc.with_overrides({"topology.failed_links": ["leaf0->spine1"]}))
     with pytest.raises(EngineRefusal, match="lb.policy=ark"):
         fabricsim.run(sc.with_overrides({"lb.policy": "ark"}))
 

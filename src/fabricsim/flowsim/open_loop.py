@@ -112,6 +112,11 @@ class OpenLoopEngine:
                 f"receiving NICs); this one is {fabric.oversubscription:g}:1 oversubscribed — use "
                 "engine.flow_model=max_min"
             )
+        if fabric.link_failed.any():
+            raise EngineRefusal(
+                "engine.flow_model=open_loop has no paths, so it cannot model failed links "
+                "(topology.failed_links); use engine.flow_model=max_min"
+            )
         if sc.lb.policy == "ark":
             raise EngineRefusal(
                 "engine.flow_model=open_loop has no paths to reserve; lb.policy=ark needs "

@@ -75,6 +75,41 @@ class PathPolicy:
         return {}
 
 
+class RateCapPolicy:
+    """Wrap any path policy so each connection carries its flow's pacing cap.
+
+    ``caps[flow]`` (bits/s on the wire) is split over a flow's connections in proportion to
+    their sizes.  The flow engine honours ``Connection.rate_cap_bps`` as a per-connection rate
+    cap in max-min sharing; the packet engine paces a connection at it.
+    """
+
+    def __init__(self, inner: PathPolicy, caps: np.ndarray) -> None:
+        self.inner = inner
+        self.caps = np.asarray(caps, dtype=np.float64)
+        self.ctx = inner.ctx
+        self.name = inner.name
+        self.flow_engine_only = inner.flow_engine_only
+
+    def connections(self, flow: int) -> list[Connection]:
+        conns = self.inner.connections(flow)
+        total = sum(c.size_bytes for c in conns) or 1
+        for c in conns:
+            c.rate_cap_bps = min(c.rate_cap_bps, float(self.caps[flow]) * c.size_bytes / total)
+        return conns
+
+    def on_finish(self, flow: int) -> None:
+        self.inner.on_finish(flow)
+
+    def summary(self) -> dict[str, object]:
+        return self.inner.summary()
+
+
+def with_rate_caps(policy: PathPolicy, flows: FlowTable) -> PathPolicy:
+    """``policy`` wrapped in :class:`RateCapPolicy` if the flows carry ``rate_cap_bps``."""
+    caps = flows.extra.get("rate_cap_bps")
+    return policy if caps is None else RateCapPolicy(policy, caps)  # type: ignore[return-value]
+
+
 _POLICIES: dict[str, type[PathPolicy]] = {}
 
 

@@ -24,6 +24,7 @@ True
 
 from __future__ import annotations
 
+import struct
 import zlib
 from typing import Final
 
@@ -72,7 +73,7 @@ def crc32_5tuple(src_ip, dst_ip, src_port, dst_port, proto=UDP) -> np.ndarray:
 
 def base_crc(src_ip: int, dst_ip: int, dst_port: int, proto: int = UDP) -> int:
     """CRC of the key with src port 0; ``base ^ PORT_TABLE[port]`` is the key's CRC."""
-    return int(crc32_5tuple(src_ip, dst_ip, 0, dst_port, proto))
+    return zlib.crc32(struct.pack(">IIHHB", src_ip, dst_ip, 0, dst_port, proto))
 
 
 def fmix32(h: np.ndarray) -> np.ndarray:

@@ -74,7 +74,8 @@ def _leaf_spine(d: _Draft, cfg: TopologyConfig, host_rate: float, fab_rate: floa
             for p in range(cfg.parallel_links):
                 d.duplex(leaf, spine, fab_rate, suffix=f"#{p}" if p else "")
     up = cfg.spines * cfg.parallel_links * fab_rate
-    return leaves, spines, cfg.hosts_per_leaf * host_rate / up
+    oversub = cfg.hosts_per_leaf * host_rate / up if cfg.leaves > 1 else 1.0  # one leaf: a crossbar
+    return leaves, spines, oversub
 
 
 def _fat_tree(d: _Draft, cfg: TopologyConfig, host_rate: float, fab_rate: float):

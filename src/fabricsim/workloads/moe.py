@@ -334,10 +334,8 @@ def wire_bytes_array(size_bytes: np.ndarray, mss: int, header_bytes: int) -> np.
 
 def host_rates_bps(fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
     """Each host's NIC rate (bits/s) sending (uplink) and receiving (downlink), degradation applied."""
-    rate = fabric.link_rate_bps
-    return rate[fabric.host_uplink].astype(np.float64), rate[fabric.host_downlink].astype(
-        np.float64
-    )
+    rate = fabric.link_rate_bps.astype(np.float64)
+    return rate[fabric.host_uplink], rate[fabric.host_downlink]
 
 
 def unloaded_latency_s(fabric: Fabric, src: int, dst: int, mss: int, header_bytes: int) -> float:
@@ -360,7 +358,7 @@ def _matrix_for(sc: Scenario, fabric: Fabric) -> tuple[np.ndarray, np.ndarray, d
     hosts = fabric.num_hosts
     if wl.matrix == "pure_zipf":
         n = wl.gpus or hosts // 2
-        if 2 * n > hosts:
+        if 2 * n > hosts or n < 2:
             raise ConfigError(
                 f"workload.gpus: pure_zipf needs 2N hosts (N senders, N receivers); the fabric "
                 f"has {hosts} hosts, so N <= {hosts // 2} (got {n})"
@@ -390,9 +388,13 @@ def _matrix_for(sc: Scenario, fabric: Fabric) -> tuple[np.ndarray, np.ndarray, d
         d = _file_matrix(wl, n)
         info = {}
     d, removed = remove_intra_server(d, wl.gpus_per_server)
+    d = np.rint(d)
     if not d.any():
-        raise ConfigError("workload: no inter-server traffic left after removing NVLink blocks")
-    return np.rint(d), np.arange(n), {"nvlink_bytes": removed, "gpus": n, **info}
+        raise ConfigError(
+            "workload: no inter-server traffic left (NVLink blocks of workload.gpus_per_server "
+            "removed, entries rounded to whole bytes)"
+        )
+    return d, np.arange(n), {"nvlink_bytes": removed, "gpus": n, **info}
 
 
 def _file_matrix(wl: MoeWorkload, n: int) -> np.ndarray:
@@ -434,39 +436,7 @@ def moe(sc: Scenario, fabric: Fabric) -> FlowTable:
 
 
 # -- engines: honouring the caps ---------------------------------------------------------------
-class RateCapPolicy:
-    """Wrap any path policy so each connection carries its flow's pacing cap.
-
-    ``caps[flow]`` (bits/s on the wire) is split over a flow's connections in proportion to
-    their sizes.  The flow engine honours ``Connection.rate_cap_bps`` as a per-connection rate
-    cap in max-min sharing; the packet engine paces a connection at it.
-    """
-
-    def __init__(self, inner: PathPolicy, caps: np.ndarray) -> None:
-        self.inner = inner
-        self.caps = np.asarray(caps, dtype=np.float64)
-        self.ctx = inner.ctx
-        self.name = inner.name
-        self.flow_engine_only = inner.flow_engine_only
-
-    def connections(self, flow: int) -> list[Connection]:
-        conns = self.inner.connections(flow)
-        total = sum(c.size_bytes for c in conns) or 1
-        for c in conns:
-            c.rate_cap_bps = min(c.rate_cap_bps, float(self.caps[flow]) * c.size_bytes / total)
-        return conns
-
-    def on_finish(self, flow: int) -> None:
-        self.inner.on_finish(flow)
-
-    def summary(self) -> dict[str, object]:
-        return self.inner.summary()
-
-
-def with_rate_caps(policy: PathPolicy, flows: FlowTable) -> PathPolicy:
-    """``policy`` wrapped in :class:`RateCapPolicy` if the flows carry ``rate_cap_bps``."""
-    caps = flows.extra.get("rate_cap_bps")
-    return policy if caps is None else RateCapPolicy(policy, caps)  # type: ignore[return-value]
+# RateCapPolicy / with_rate_caps live in fabricsim.lb.base (any workload may carry caps).
 
 
 # -- summary.json keys ------------------------------------------------------------------------
