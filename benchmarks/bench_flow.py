@@ -26,7 +26,9 @@ def make_trace(path: Path, flows: int, hosts: int, rate_gbps: float, load: float
     mean_bits = size.mean() * 8
     rate = load * hosts * rate_gbps * 1e9 / mean_bits  # flows per second
     start = np.cumsum(rng.exponential(1 / rate, flows))
-    pd.DataFrame({"src": src, "dst": dst, "size_bytes": size, "start_s": start}).to_csv(path, index=False)
+    pd.DataFrame({"src": src, "dst": dst, "size_bytes": size, "start_s": start}).to_csv(
+        path, index=False
+    )
 
 
 def main() -> None:
@@ -40,17 +42,22 @@ def main() -> None:
         trace = Path(tmp) / "flows.csv"
         make_trace(trace, args.flows, hosts, 100.0, args.load)
         sc = fabricsim.load_scenario(
-            {"name": "bench-flow", "topology": {"kind": "fat_tree", "k": args.k, "link_gbps": 100},
-             "workload": {"kind": "trace", "path": str(trace)},
-             "nic": {"packet_spraying_type": "none"}}
+            {
+                "name": "bench-flow",
+                "topology": {"kind": "fat_tree", "k": args.k, "link_gbps": 100},
+                "workload": {"kind": "trace", "path": str(trace)},
+                "nic": {"packet_spraying_type": "none"},
+            }
         )
         t0 = time.perf_counter()
         res = fabricsim.run(sc, engine="flow")
         wall = time.perf_counter() - t0
     s, tm = res.summary, res.timing
     print(f"hosts={hosts} flows={args.flows} completed={s['flows_completed']}")
-    print(f"wall_s={wall:.2f} engine_wall_s={tm['wall_s']:.2f} events={s['events']} "
-          f"flow_events_per_s={s['events'] / tm['wall_s']:.0f}")
+    print(
+        f"wall_s={wall:.2f} engine_wall_s={tm['wall_s']:.2f} events={s['events']} "
+        f"flow_events_per_s={s['events'] / tm['wall_s']:.0f}"
+    )
     print(f"fct_mean_s={s['fct_mean_s']:.4g} fct_p99_s={s['fct_p99_s']:.4g}")
 
 

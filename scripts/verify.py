@@ -24,7 +24,9 @@ def main(names: list[str]) -> int:
         print(f"== {script.name}", flush=True)
         t0 = time.perf_counter()
         code = subprocess.call([sys.executable, str(script)])
-        print(f"== {script.name}: {'ok' if code == 0 else 'FAILED'} in {time.perf_counter() - t0:.0f} s\n")
+        print(
+            f"== {script.name}: {'ok' if code == 0 else 'FAILED'} in {time.perf_counter() - t0:.0f} s\n"
+        )
         if code:
             failed.append(script.name)
     if failed:

@@ -34,8 +34,10 @@ def main() -> int:
     print(f"E[max load]     measured {loads_a.mean():.4f} exact {exact.expected_max_load:.4f}")
     print(f"E[idle uplinks] measured {idle_a.mean():.4f} exact {exact.expected_idle_uplinks:.4f}")
     print(f"chi-square p = {p:.3g}")
-    print(f"step_efficiency mean {eff_a.mean():.4f} (exact E[1/k] {exact.efficiency:.4f}; "
-          "path latency biases it up)")
+    print(
+        f"step_efficiency mean {eff_a.mean():.4f} (exact E[1/k] {exact.efficiency:.4f}; "
+        "path latency biases it up)"
+    )
     ok = p > 1e-3 and abs(eff_a.mean() - 0.41) <= 0.02
     return 0 if ok else 1
 

@@ -31,6 +31,7 @@ import fabricsim
 from fabricsim.analysis import moe_incast as mi
 from fabricsim.flowsim.engine import FlowEngine
 from fabricsim.lb import PolicyContext, make_policy
+from fabricsim.lb.base import with_rate_caps
 from fabricsim.rng import stream
 from fabricsim.runner import fabric_of, router_of
 from fabricsim.workloads import generate
@@ -45,7 +46,6 @@ from fabricsim.workloads.moe import (
     unloaded_latency_s,
     wire_bytes_array,
 )
-from fabricsim.lb.base import with_rate_caps
 
 FAILED: list[str] = []
 

@@ -16,7 +16,7 @@ import typer
 from fabricsim.errors import ConfigError
 
 try:  # typer >= 0.20 vendors click
-    from typer._click import exceptions as click_exc  # type: ignore[import-not-found]
+    from typer._click import exceptions as click_exc
 except ImportError:  # pragma: no cover - older typer with external click
     from click import exceptions as click_exc  # type: ignore[no-redef]
 
@@ -110,7 +110,11 @@ def ecmp_math(
 
     try:
         stats = ecmp_collision_stats(flows, uplinks, qp_scaling)
-        mc = monte_carlo_collision_stats(flows, uplinks, qp_scaling, trials=monte_carlo) if monte_carlo else None
+        mc = (
+            monte_carlo_collision_stats(flows, uplinks, qp_scaling, trials=monte_carlo)
+            if monte_carlo
+            else None
+        )
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     data = stats.to_dict()
@@ -120,7 +124,13 @@ def ecmp_math(
         typer.echo(json.dumps(data, indent=2))
         return
     typer.echo(f"{flows} flows x {qp_scaling} QP on {uplinks} uplinks (exact)")
-    for key in ("p_no_collision", "expected_idle_uplinks", "expected_max_load", "efficiency", "slowdown"):
+    for key in (
+        "p_no_collision",
+        "expected_idle_uplinks",
+        "expected_max_load",
+        "efficiency",
+        "slowdown",
+    ):
         typer.echo(f"  {key:22s} {data[key]:.6g}")
     typer.echo("  max load distribution:")
     for load, p in data["max_load_distribution"].items():
@@ -141,10 +151,14 @@ def ports(
     dst_ip: Annotated[str, typer.Option("--dst-ip")] = "10.0.0.2",
     dst_port: Annotated[int, typer.Option("--dst-port")] = 4791,
     proto: Annotated[int, typer.Option("--proto")] = 17,
-    hash_method: Annotated[str, typer.Option("--hash", help="switch.hash_method")] = "crc32WithSalt",
+    hash_method: Annotated[
+        str, typer.Option("--hash", help="switch.hash_method")
+    ] = "crc32WithSalt",
     salt: Annotated[int, typer.Option("--salt", help="the switch's 32-bit salt")] = 0,
     tier: Annotated[int, typer.Option("--tier", help="switch tier (crc32Offset)")] = 1,
-    scenario: Annotated[str | None, typer.Option("--scenario", help="whole path in a scenario")] = None,
+    scenario: Annotated[
+        str | None, typer.Option("--scenario", help="whole path in a scenario")
+    ] = None,
     src_host: Annotated[int | None, typer.Option("--src-host")] = None,
     dst_host: Annotated[int | None, typer.Option("--dst-host")] = None,
     set_: SetOpt = None,
@@ -160,10 +174,19 @@ def ports(
         result = path_ports(sc, src_host, dst_host)
     elif paths is not None:
         result = stage_ports(
-            paths, _ip(src_ip, "--src-ip"), _ip(dst_ip, "--dst-ip"), dst_port, proto, hash_method, salt, tier
+            paths,
+            _ip(src_ip, "--src-ip"),
+            _ip(dst_ip, "--dst-ip"),
+            dst_port,
+            proto,
+            hash_method,
+            salt,
+            tier,
         )
     else:
-        raise ConfigError("ports: give --paths K (one stage) or --scenario with --src-host/--dst-host")
+        raise ConfigError(
+            "ports: give --paths K (one stage) or --scenario with --src-host/--dst-host"
+        )
     if as_json:
         typer.echo(json.dumps(result, indent=1))
         return

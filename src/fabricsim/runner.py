@@ -50,7 +50,8 @@ def check_engine(sc: Scenario, engine: str) -> None:
     if engine == "flow":
         rec = sc.records
         packet_records = [
-            k for k in ("uet_monitor", "uet_transport_stats", "switch_lb_stats", "port_stats")
+            k
+            for k in ("uet_monitor", "uet_transport_stats", "switch_lb_stats", "port_stats")
             if getattr(rec, k)
         ]
         if packet_records:
@@ -65,7 +66,9 @@ def check_engine(sc: Scenario, engine: str) -> None:
             )
     else:
         if sc.lb.policy == "ideal_spray":
-            raise EngineRefusal("lb.policy=ideal_spray is the flow engine's ideal split; use --engine flow")
+            raise EngineRefusal(
+                "lb.policy=ideal_spray is the flow engine's ideal split; use --engine flow"
+            )
 
 
 def estimated_packets(sc: Scenario, flows: FlowTable) -> int:
@@ -73,7 +76,9 @@ def estimated_packets(sc: Scenario, flows: FlowTable) -> int:
     return int(np.sum(-(-flows.size_bytes // sc.nic.rdma_data_mss)))
 
 
-def _run_engine(sc: Scenario, engine: str, fabric: Fabric, router: Router, flows: FlowTable) -> EngineOutput:
+def _run_engine(
+    sc: Scenario, engine: str, fabric: Fabric, router: Router, flows: FlowTable
+) -> EngineOutput:
     ctx = PolicyContext(sc, fabric, router, flows, stream(sc.seed, "policy"))
     policy = with_rate_caps(make_policy(ctx), flows)  # per-flow pacing caps (rate_based)
     if engine == "flow" and sc.engine.flow_model == "open_loop":
@@ -129,10 +134,19 @@ def run(scenario: str | Path | dict[str, Any] | Scenario, engine: str | None = N
 
 
 def _assemble(
-    sc: Scenario, engine: str, fabric: Fabric, router: Router, flows: FlowTable,
-    out: EngineOutput, wall: float,
+    sc: Scenario,
+    engine: str,
+    fabric: Fabric,
+    router: Router,
+    flows: FlowTable,
+    out: EngineOutput,
+    wall: float,
 ) -> Result:
-    start = flows.start_s if out.start_s is None else np.where(np.isnan(out.start_s), flows.start_s, out.start_s)
+    start = (
+        flows.start_s
+        if out.start_s is None
+        else np.where(np.isnan(out.start_s), flows.start_s, out.start_s)
+    )
     fct = out.finish_s - start
     names = np.array(fabric.host_names)
     df = pd.DataFrame(

@@ -10,7 +10,8 @@ def _files(res, path):
 
 def test_flow_engine_outputs_are_byte_identical(tmp_path):
     sc = fabricsim.load_scenario("permutation").with_overrides(
-        {"records.timelines": True, "topology.k": 4})
+        {"records.timelines": True, "topology.k": 4}
+    )
     a = _files(fabricsim.run(sc, engine="flow"), tmp_path / "a")
     b = _files(fabricsim.run(sc, engine="flow"), tmp_path / "b")
     assert set(a) >= {"summary.json", "flows.parquet", "config.yaml", "timeline_links.parquet"}

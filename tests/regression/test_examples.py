@@ -26,6 +26,7 @@ def test_example_scenario_runs(path, tmp_path):
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
 def test_example_script_runs(path, tmp_path):
-    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
-                          timeout=240, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=240, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -12,7 +12,7 @@ def _trace(tmp_path, text, name="t.csv"):
 
 
 def _trace_yaml(tmp_path, csv_text):
-    return _yaml(tmp_path, "workload: {kind: trace, path: %s}\n" % _trace(tmp_path, csv_text))
+    return _yaml(tmp_path, f"workload: {{kind: trace, path: {_trace(tmp_path, csv_text)}}}\n")
 
 
 def _yaml(tmp_path, text):
@@ -22,11 +22,26 @@ def _yaml(tmp_path, text):
 
 
 CASES = {
-    "unknown key": (lambda t: ["run", "ecmp-collision", "--set", "topology.spinez=4"], "topology.spinez"),
-    "negative size": (lambda t: ["run", "ecmp-collision", "--set", "workload.size_bytes=-5"], "workload.size_bytes"),
-    "zero spines": (lambda t: ["run", "ecmp-collision", "--set", "topology.spines=0"], "topology.spines"),
-    "unknown hash": (lambda t: ["run", "ecmp-collision", "--set", "switch.hash_method=md5"], "switch.hash_method"),
-    "unknown topology": (lambda t: ["run", "ecmp-collision", "--set", "topology.kind=torus"], "topology.kind"),
+    "unknown key": (
+        lambda t: ["run", "ecmp-collision", "--set", "topology.spinez=4"],
+        "topology.spinez",
+    ),
+    "negative size": (
+        lambda t: ["run", "ecmp-collision", "--set", "workload.size_bytes=-5"],
+        "workload.size_bytes",
+    ),
+    "zero spines": (
+        lambda t: ["run", "ecmp-collision", "--set", "topology.spines=0"],
+        "topology.spines",
+    ),
+    "unknown hash": (
+        lambda t: ["run", "ecmp-collision", "--set", "switch.hash_method=md5"],
+        "switch.hash_method",
+    ),
+    "unknown topology": (
+        lambda t: ["run", "ecmp-collision", "--set", "topology.kind=torus"],
+        "topology.kind",
+    ),
     "trace missing column": (
         lambda t: ["run", _trace_yaml(t, "src,dst,start_s\n0,1,0\n")],
         "size_bytes",
@@ -39,12 +54,18 @@ CASES = {
         lambda t: ["run", _trace_yaml(t, "src,dst,size_bytes,start_s\n0,1,ten,0\n")],
         "size_bytes",
     ),
-    "broken yaml": (lambda t: ["run", _yaml(t, "topology: {kind: leaf_spine\nworkload: [\n")], "broken YAML"),
+    "broken yaml": (
+        lambda t: ["run", _yaml(t, "topology: {kind: leaf_spine\nworkload: [\n")],
+        "broken YAML",
+    ),
     "missing file": (lambda t: ["run", str(t / "nope.yaml")], "not found"),
     "unknown scenario": (lambda t: ["run", "no-such-scenario"], "unknown scenario"),
     "bad engine": (lambda t: ["run", "ecmp-collision", "--engine", "quantum"], "--engine"),
     "set without =": (lambda t: ["run", "ecmp-collision", "--set", "seed"], "KEY=VALUE"),
-    "spraying range": (lambda t: ["run", "ecmp-collision", "--set", "nic.EntropyMaskBits=9"], "nic.entropy_mask_bits"),
+    "spraying range": (
+        lambda t: ["run", "ecmp-collision", "--set", "nic.EntropyMaskBits=9"],
+        "nic.entropy_mask_bits",
+    ),
     "missing workload": (lambda t: ["run", _yaml(t, "seed: 3\n")], "workload"),
     "unknown workload kind": (lambda t: ["run", _yaml(t, "workload: {kind: bogus}\n")], "workload"),
     "bad ecmp-math": (lambda t: ["ecmp-math", "--flows", "0", "--uplinks", "8"], "flows"),
@@ -77,7 +98,17 @@ def test_good_run_writes_outputs(tmp_path, capsys):
 
 
 def test_engine_refusal_is_one_line(capsys, tmp_path):
-    code = main(["run", "ecmp-collision", "--engine", "flow", "--set", "records.uet_monitor=true",
-                 "--out", str(tmp_path / "x")])
+    code = main(
+        [
+            "run",
+            "ecmp-collision",
+            "--engine",
+            "flow",
+            "--set",
+            "records.uet_monitor=true",
+            "--out",
+            str(tmp_path / "x"),
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "packet" in err

@@ -6,7 +6,13 @@ import pytest
 import fabricsim
 
 BASE = {
-    "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 8, "hosts_per_leaf": 8, "link_gbps": 100},
+    "topology": {
+        "kind": "leaf_spine",
+        "leaves": 2,
+        "spines": 8,
+        "hosts_per_leaf": 8,
+        "link_gbps": 100,
+    },
     "workload": {"kind": "collective", "op": "ring_allreduce", "size_bytes": 64 * 2**20},
     "nic": {"packet_spraying_type": "none"},
 }
@@ -39,7 +45,9 @@ def test_ring_step_dependencies_are_respected():
 
 
 def test_all_to_all_counts_and_bandwidth():
-    res = fabricsim.run({**BASE, "workload": {**BASE["workload"], "op": "all_to_all"}}, engine="flow")
+    res = fabricsim.run(
+        {**BASE, "workload": {**BASE["workload"], "op": "all_to_all"}}, engine="flow"
+    )
     assert res.summary["flows_total"] == 16 * 15
     assert res.summary["busbw_fraction_of_link"] > 0.8
 

@@ -63,7 +63,9 @@ def test_crc32offset_decorrelates_tiers():
 
 @settings(max_examples=25, deadline=None)
 @given(
-    src=st.integers(0, 127), dst=st.integers(0, 127), seed=st.integers(0, 2**31),
+    src=st.integers(0, 127),
+    dst=st.integers(0, 127),
+    seed=st.integers(0, 2**31),
     method=st.sampled_from(["crc32WithSalt", "crc32"]),
 )
 def test_inverse_partitions_ports(src, dst, seed, method):

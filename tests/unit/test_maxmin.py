@@ -65,8 +65,14 @@ def test_failed_link_gives_zero():
 def _scenario(**over):
     base = {
         "seed": 1,
-        "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 4,
-                     "link_gbps": 100, "link_delay_us": 0.0},
+        "topology": {
+            "kind": "leaf_spine",
+            "leaves": 2,
+            "spines": 1,
+            "hosts_per_leaf": 4,
+            "link_gbps": 100,
+            "link_delay_us": 0.0,
+        },
         "workload": {"kind": "incast", "senders": 3, "receiver": 0, "size_bytes": 10_000_000},
         "nic": {"packet_spraying_type": "none", "header_bytes": 0},
     }

@@ -274,9 +274,9 @@ def test_builtin_scenario_runs_with_cct_keys():
 def test_max_min_engine_honours_rate_caps_with_mixed_nic_rates():
     from fabricsim.flowsim.engine import FlowEngine
     from fabricsim.lb import PolicyContext, make_policy
+    from fabricsim.lb.base import with_rate_caps
     from fabricsim.rng import stream
     from fabricsim.runner import router_of
-    from fabricsim.lb.base import with_rate_caps
 
     sc = moe_scenario(hosts=16, leaves=1, scheduler="rate_based").with_overrides(
         {"topology.degraded_links": {"host0->leaf0": 0.5, "leaf0->host9": 0.25}}

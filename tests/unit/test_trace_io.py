@@ -36,10 +36,12 @@ def test_htsim_round_trip(tmp_path):
 
 @pytest.mark.parametrize(
     "text, needle",
-    [("Nodes 4\nConnections 1\n0->1 id 1 start 0 size 10 trigger 3\n", "trigger"),
-     ("Nodes 4\nConnections 2\n0->1 id 1 start 0 size 10\n", "declares 2"),
-     ("Nodes 4\nConnections 1\nzero to one\n", "cannot parse"),
-     ("Nodes 4\nConnections 1\n0->1 id 1 start 0 size 0\n", "size_bytes")],
+    [
+        ("Nodes 4\nConnections 1\n0->1 id 1 start 0 size 10 trigger 3\n", "trigger"),
+        ("Nodes 4\nConnections 2\n0->1 id 1 start 0 size 10\n", "declares 2"),
+        ("Nodes 4\nConnections 1\nzero to one\n", "cannot parse"),
+        ("Nodes 4\nConnections 1\n0->1 id 1 start 0 size 0\n", "size_bytes"),
+    ],
 )
 def test_bad_cm_files(tmp_path, text, needle):
     path = tmp_path / "bad.cm"
@@ -50,8 +52,15 @@ def test_bad_cm_files(tmp_path, text, needle):
 
 def test_parquet_and_host_names(tmp_path):
     path = tmp_path / "m.parquet"
-    pd.DataFrame({"src": ["host1", "host2"], "dst": ["host9", "host0"], "size_bytes": [10, 20],
-                  "start_s": [0.0, 1e-6], "id": [5, 6]}).to_parquet(path)
+    pd.DataFrame(
+        {
+            "src": ["host1", "host2"],
+            "dst": ["host9", "host0"],
+            "size_bytes": [10, 20],
+            "start_s": [0.0, 1e-6],
+            "id": [5, 6],
+        }
+    ).to_parquet(path)
     df = read_message_table(path)
     assert df["src"].tolist() == [1, 2] and df["id"].tolist() == [5, 6]
 
@@ -59,8 +68,11 @@ def test_parquet_and_host_names(tmp_path):
 def test_run_cm_trace_and_export_round_trip(tmp_path, capsys):
     cm = tmp_path / "t.cm"
     cm.write_text(CM)
-    sc = {"topology": {"kind": "leaf_spine", "leaves": 2, "spines": 4, "hosts_per_leaf": 8},
-          "workload": {"kind": "trace", "path": str(cm)}, "nic": {"packet_spraying_type": "none"}}
+    sc = {
+        "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 4, "hosts_per_leaf": 8},
+        "workload": {"kind": "trace", "path": str(cm)},
+        "nic": {"packet_spraying_type": "none"},
+    }
     res = fabricsim.run(sc, engine="flow")
     assert res.summary["flows_completed"] == 3
     assert res.flows["trace_id"].tolist() == [1, 7, 2]

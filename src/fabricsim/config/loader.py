@@ -18,7 +18,13 @@ from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
 
 _WORKLOAD_KINDS = (
-    "trace", "permutation", "incast", "leaf_to_leaf", "kv_cache", "moe", "collective",
+    "trace",
+    "permutation",
+    "incast",
+    "leaf_to_leaf",
+    "kv_cache",
+    "moe",
+    "collective",
 )
 
 
@@ -170,7 +176,9 @@ def apply_overrides(scenario: Scenario, overrides: dict[str, Any]) -> Scenario:
             raise ConfigError(f"{key}: unknown key (its parent is not a section)")
         last = parts[-1]
         if last not in node and parts[:-1] != ["topology", "degraded_links"]:
-            raise ConfigError(f"{key}: unknown key (not a field of this scenario; see the key table)")
+            raise ConfigError(
+                f"{key}: unknown key (not a field of this scenario; see the key table)"
+            )
         node[last] = value
     return validate(data)
 

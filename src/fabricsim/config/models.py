@@ -31,13 +31,18 @@ class TopologyConfig(_Model):
     )
     k: int = Field(8, ge=2, le=128, description="fat tree: switch radix (even)")
     hosts_per_edge: int | None = Field(
-        None, ge=1, le=4096, description="fat tree: hosts per edge switch (k/2; more = oversubscribed)"
+        None,
+        ge=1,
+        le=4096,
+        description="fat tree: hosts per edge switch (k/2; more = oversubscribed)",
     )
     link_gbps: float | None = Field(None, gt=0, le=1e5, description="all tiers' link rate, Gbps")
     host_link_gbps: float = Field(100.0, gt=0, le=1e5, description="host NIC link rate, Gbps")
     fabric_link_gbps: float = Field(100.0, gt=0, le=1e5, description="switch-switch rate, Gbps")
     link_delay_us: float = Field(1.0, ge=0, le=1e6, description="propagation delay per link, us")
-    failed_links: list[str] = Field(default_factory=list, description="link names, e.g. leaf0->spine1")
+    failed_links: list[str] = Field(
+        default_factory=list, description="link names, e.g. leaf0->spine1"
+    )
     degraded_links: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
         default_factory=dict, description="link name -> fraction of its rate kept, in (0, 1]"
     )
@@ -122,7 +127,10 @@ class NicConfig(_Model):
         100.0, ge=0, le=1e9, alias="FreezingTimeout", description="REPS: minimum freezing, us"
     )
     failure_detection_rtt_multiplier: float = Field(
-        3.0, ge=0, le=1e6, alias="FailureDetectionRTTMultiplier",
+        3.0,
+        ge=0,
+        le=1e6,
+        alias="FailureDetectionRTTMultiplier",
         description="REPS early failure detection, x base RTT (0 = off)",
     )
     initial_base_rtt_us: float | Literal["auto"] = Field(

@@ -44,7 +44,13 @@ class FlowEngine:
     def __init__(
         self, sc: Scenario, fabric: Fabric, router: Router, flows: FlowTable, policy: PathPolicy
     ) -> None:
-        self.sc, self.fabric, self.router, self.flows, self.policy = sc, fabric, router, flows, policy
+        self.sc, self.fabric, self.router, self.flows, self.policy = (
+            sc,
+            fabric,
+            router,
+            flows,
+            policy,
+        )
         self.resolver = PathResolver(sc, router)
         self.mss, self.hdr = sc.nic.rdma_data_mss, sc.nic.header_bytes
         n, nlinks = len(flows), fabric.num_links
@@ -86,7 +92,15 @@ class FlowEngine:
         self.free = list(range(slots - 1, -1, -1))
 
     def _grow(self, slots: int, width: int) -> None:
-        old = (self.links, self.coef, self.remaining, self.rate, self.cap, self.active, self.slot_conn)
+        old = (
+            self.links,
+            self.coef,
+            self.remaining,
+            self.rate,
+            self.cap,
+            self.active,
+            self.slot_conn,
+        )
         n_old, w_old = old[0].shape
         self.width = width
         self._alloc(slots)
@@ -109,7 +123,9 @@ class FlowEngine:
         if conn.slot < 0:
             return
         self._top_count(conn, -1)
-        conn.paths = self.resolver.resolve(int(self.flows.src[flow]), int(self.flows.dst[flow]), src_port)
+        conn.paths = self.resolver.resolve(
+            int(self.flows.src[flow]), int(self.flows.dst[flow]), src_port
+        )
         self._write_slot(conn)
         self._top_count(conn, +1)
         self.entropy[flow] = src_port if index == 0 else self.entropy[flow]
@@ -117,7 +133,7 @@ class FlowEngine:
 
     # -- events ----------------------------------------------------------------------------
     def _push(self, t: float, kind: int, payload: object) -> None:
-        heapq.heappush(self.heap, (t, kind, self.seq, payload))  # type: ignore[arg-type]
+        heapq.heappush(self.heap, (t, kind, self.seq, payload))
         self.seq += 1
 
     def _arrive(self, flow: int) -> None:
@@ -215,7 +231,9 @@ class FlowEngine:
             cols = self.links[idx].ravel()
             coef = self.coef[idx].ravel()
             keep = coef > 0
-            r = maxmin_rates(len(idx), rows[keep], cols[keep], coef[keep], self.capacity, self.cap[idx] * 1.0)
+            r = maxmin_rates(
+                len(idx), rows[keep], cols[keep], coef[keep], self.capacity, self.cap[idx] * 1.0
+            )
             self.rate[idx] = r / 8.0  # bytes per second
         if self.record:
             self._record_links(idx)
@@ -224,7 +242,8 @@ class FlowEngine:
     def _record_links(self, idx: np.ndarray) -> None:
         nl = self.fabric.num_links
         load = np.bincount(
-            self.links[idx].ravel(), weights=(self.coef[idx] * self.rate[idx, None] * 8).ravel(),
+            self.links[idx].ravel(),
+            weights=(self.coef[idx] * self.rate[idx, None] * 8).ravel(),
             minlength=nl + 1,
         )[:nl]
         util = load / self.fabric.link_nominal_bps
@@ -318,7 +337,11 @@ class FlowEngine:
                 "sim_end_s": float(min(self.now, limit)),
                 "spine_peak_flows": {tops[i]: int(v) for i, v in enumerate(self.top_peak)},
             },
-            timing={"wall_s": wall, "events": self.events, "events_per_s": self.events / max(wall, 1e-9)},
+            timing={
+                "wall_s": wall,
+                "events": self.events,
+                "events_per_s": self.events / max(wall, 1e-9),
+            },
         )
         if self.record:
             out.tables.update(self._timeline_tables(tops))

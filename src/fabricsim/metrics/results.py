@@ -20,7 +20,15 @@ import yaml
 from fabricsim.config.models import Scenario
 
 FLOW_COLUMNS = (
-    "flow_id", "src", "dst", "size_bytes", "start_s", "finish_s", "fct_s", "path", "entropy",
+    "flow_id",
+    "src",
+    "dst",
+    "size_bytes",
+    "start_s",
+    "finish_s",
+    "fct_s",
+    "path",
+    "entropy",
 )
 
 
@@ -43,7 +51,9 @@ class Result:
         try:
             (tmp / "summary.json").write_text(dumps_json(self.summary))
             (tmp / "timing.json").write_text(dumps_json(self.timing))
-            (tmp / "config.yaml").write_text(yaml.safe_dump(self.scenario.to_dict(), sort_keys=False))
+            (tmp / "config.yaml").write_text(
+                yaml.safe_dump(self.scenario.to_dict(), sort_keys=False)
+            )
             write_parquet(self.flows, tmp / "flows.parquet")
             for name, df in self.tables.items():
                 write_parquet(df, tmp / f"{name}.parquet")

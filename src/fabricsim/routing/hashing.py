@@ -56,14 +56,20 @@ PORT_TABLE: Final[np.ndarray] = (
 
 def _bytes_of(value: np.ndarray, width: int) -> list[np.ndarray]:
     v = np.asarray(value, dtype=np.uint64)
-    return [((v >> np.uint64(8 * (width - 1 - i))) & np.uint64(0xFF)).astype(np.intp) for i in range(width)]
+    return [
+        ((v >> np.uint64(8 * (width - 1 - i))) & np.uint64(0xFF)).astype(np.intp)
+        for i in range(width)
+    ]
 
 
 def crc32_5tuple(src_ip, dst_ip, src_port, dst_port, proto=UDP) -> np.ndarray:
     """CRC-32 of the 13-byte 5-tuple key; every argument may be a scalar or an array."""
     parts = (
-        _bytes_of(src_ip, 4) + _bytes_of(dst_ip, 4) + _bytes_of(src_port, 2)
-        + _bytes_of(dst_port, 2) + _bytes_of(proto, 1)
+        _bytes_of(src_ip, 4)
+        + _bytes_of(dst_ip, 4)
+        + _bytes_of(src_port, 2)
+        + _bytes_of(dst_port, 2)
+        + _bytes_of(proto, 1)
     )
     out = np.uint32(_CRC0)
     for pos, b in enumerate(parts):

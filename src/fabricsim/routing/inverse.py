@@ -12,7 +12,14 @@ from fabricsim.routing.hashing import HASH_METHODS, PORT_TABLE, base_crc, switch
 
 
 def stage_ports(
-    members: int, src_ip: int, dst_ip: int, dst_port: int, proto: int, method: str, salt: int, tier: int = 1
+    members: int,
+    src_ip: int,
+    dst_ip: int,
+    dst_port: int,
+    proto: int,
+    method: str,
+    salt: int,
+    tier: int = 1,
 ) -> dict[str, Any]:
     """Source ports per member of one ECMP stage of ``members`` next hops.
 
@@ -55,6 +62,8 @@ def path_ports(sc: Scenario, src_host: int, dst_host: int) -> dict[str, Any]:
 
 def _as_result(per: dict[str, np.ndarray]) -> dict[str, Any]:
     return {
-        "paths": {k: {"count": int(len(v)), "ports": v.astype(int).tolist()} for k, v in per.items()},
+        "paths": {
+            k: {"count": int(len(v)), "ports": v.astype(int).tolist()} for k, v in per.items()
+        },
         "empty_paths": [k for k, v in per.items() if len(v) == 0],
     }

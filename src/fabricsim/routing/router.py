@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fabricsim.errors import ConfigError
-from fabricsim.routing.hashing import PORT_TABLE, UDP, base_crc, switch_hash, switch_hash_int, switch_salts
+from fabricsim.routing.hashing import (
+    PORT_TABLE,
+    UDP,
+    base_crc,
+    switch_hash,
+    switch_hash_int,
+    switch_salts,
+)
 from fabricsim.topology.fabric import Fabric
 
 Path = tuple[int, ...]
@@ -41,7 +48,11 @@ class Router:
 
     @classmethod
     def build(
-        cls, fabric: Fabric, seed: int, method: str = "crc32WithSalt", salt_mode: str = "per_switch",
+        cls,
+        fabric: Fabric,
+        seed: int,
+        method: str = "crc32WithSalt",
+        salt_mode: str = "per_switch",
         dst_port: int = 4791,
     ) -> Router:
         return cls(fabric, method, switch_salts(fabric.num_nodes, seed, salt_mode), dst_port)
@@ -98,7 +109,7 @@ class Router:
         ports = np.arange(65536, dtype=np.int64)
         crc = (np.uint32(self.base(src, dst)) ^ PORT_TABLE).astype(np.uint32)
         first = int(fab.host_uplink[src])
-        stack = [(int(fab.link_dst[first]), (first,), ports)]
+        stack: list[tuple[int, Path, np.ndarray]] = [(int(fab.link_dst[first]), (first,), ports)]
         while stack:
             node, path, sel = stack.pop()
             if node == dst:
@@ -139,7 +150,9 @@ class Router:
                 group = fab.ecmp_group(int(sw), dst)
                 if len(group) > 1:
                     multi = True
-                    h = switch_hash(crc[sel], self.method, int(self.salts[sw]), int(fab.node_tier[sw]))
+                    h = switch_hash(
+                        crc[sel], self.method, int(self.salts[sw]), int(fab.node_tier[sw])
+                    )
                     member[sel] = (h % np.uint32(len(group))).astype(np.int64)
                 nxt[sel] = fab.link_dst[group[member[sel]]] if len(group) else dst
             if multi:

@@ -38,9 +38,7 @@ class FlowTable:
         return len(self.src)
 
     @classmethod
-    def build(
-        cls, sc: Scenario, src, dst, size_bytes, start_s, **kw: Any
-    ) -> FlowTable:
+    def build(cls, sc: Scenario, src, dst, size_bytes, start_s, **kw: Any) -> FlowTable:
         """Validate columns and draw the source ports from the scenario's seed."""
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)

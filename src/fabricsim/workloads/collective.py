@@ -46,7 +46,9 @@ def collective(sc: Scenario, fabric: Fabric) -> FlowTable:
     if wl.op == "all_to_all":
         src = np.repeat(hosts, n - 1)
         dst = np.array([h for i in range(n) for h in np.roll(hosts, -i)[1:]])
-        table = FlowTable.build(sc, src, dst, np.full(len(src), chunk), np.full(len(src), wl.start_s))
+        table = FlowTable.build(
+            sc, src, dst, np.full(len(src), chunk), np.full(len(src), wl.start_s)
+        )
     else:
         steps = 2 * (n - 1)
         src = np.tile(hosts, steps)

@@ -45,7 +45,7 @@ from fabricsim.topology.fabric import Fabric
 from fabricsim.workloads.base import FlowTable, register
 
 if TYPE_CHECKING:
-    from fabricsim.lb.base import Connection, PathPolicy
+    pass
 
 
 @dataclass(frozen=True)

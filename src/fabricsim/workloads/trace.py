@@ -56,7 +56,9 @@ def _numeric(col: pd.Series, name: str, fname: str, integer: bool = False) -> np
     vals = pd.to_numeric(col, errors="coerce")
     if vals.isna().any():
         row = int(np.flatnonzero(vals.isna().to_numpy())[0])
-        raise ConfigError(f"workload.path: {fname}: row {row}: {name} {col.iloc[row]!r} is not a number")
+        raise ConfigError(
+            f"workload.path: {fname}: row {row}: {name} {col.iloc[row]!r} is not a number"
+        )
     arr = vals.to_numpy(dtype=np.float64)
     if integer and np.any(arr != np.round(arr)):
         raise ConfigError(f"workload.path: {fname}: {name} must be integers")
@@ -72,7 +74,9 @@ def _check_table(df: pd.DataFrame, fname: str) -> pd.DataFrame:
             "start_s": _numeric(df["start_s"], "start_s", fname),
         }
     )
-    out["id"] = _numeric(df["id"], "id", fname, True).astype(np.int64) if "id" in df else np.arange(len(df))
+    out["id"] = (
+        _numeric(df["id"], "id", fname, True).astype(np.int64) if "id" in df else np.arange(len(df))
+    )
     if (out["size_bytes"] <= 0).any():
         raise ConfigError(f"workload.path: {fname}: size_bytes must be >= 1")
     if (out["start_s"] < 0).any():
@@ -87,7 +91,7 @@ def read_htsim_cm(path: Path) -> pd.DataFrame:
 
     Start times are microseconds in the file; trigger-based flows and failure lines are refused.
     """
-    rows = []
+    rows: list[tuple[int, int, int, float, int]] = []
     declared: int | None = None
     for lineno, raw in enumerate(path.read_text().splitlines(), 1):
         line = raw.strip()
@@ -96,22 +100,36 @@ def read_htsim_cm(path: Path) -> pd.DataFrame:
         head = line.split()[0].lower()
         if head in ("nodes", "triggers", "failures"):
             if head == "failures" and len(line.split()) > 1 and line.split()[1] != "0":
-                raise ConfigError(f"workload.path: {path.name}:{lineno}: failure lines are not supported")
+                raise ConfigError(
+                    f"workload.path: {path.name}:{lineno}: failure lines are not supported"
+                )
             continue
         if head == "connections":
             declared = int(line.split()[1])
             continue
         if "trigger" in line or line.lower().startswith("failure"):
-            raise ConfigError(f"workload.path: {path.name}:{lineno}: trigger/failure lines are not supported")
+            raise ConfigError(
+                f"workload.path: {path.name}:{lineno}: trigger/failure lines are not supported"
+            )
         m = _CM_LINE.match(line)
         if not m:
             raise ConfigError(f"workload.path: {path.name}:{lineno}: cannot parse {line!r}")
         src, dst, fid, start, size = m.groups()
-        rows.append((int(src), int(dst), int(size), float(start or 0) * 1e-6, int(fid) if fid else len(rows)))
+        rows.append(
+            (
+                int(src),
+                int(dst),
+                int(size),
+                float(start or 0) * 1e-6,
+                int(fid) if fid else len(rows),
+            )
+        )
     if not rows:
         raise ConfigError(f"workload.path: {path.name} has no connections")
     if declared is not None and declared != len(rows):
-        raise ConfigError(f"workload.path: {path.name} declares {declared} connections, has {len(rows)}")
+        raise ConfigError(
+            f"workload.path: {path.name} declares {declared} connections, has {len(rows)}"
+        )
     df = pd.DataFrame(rows, columns=["src", "dst", "size_bytes", "start_s", "id"])
     return _check_table(df, path.name)
 
@@ -119,9 +137,11 @@ def read_htsim_cm(path: Path) -> pd.DataFrame:
 def write_htsim_cm(df: pd.DataFrame, path: str | Path, nodes: int) -> None:
     """Write messages (src, dst, size_bytes, start_s, id) as an htsim connection matrix."""
     lines = [f"Nodes {nodes}", f"Connections {len(df)}"]
-    for row in df.itertuples(index=False):
-        start_us = float(row.start_s) * 1e6
-        lines.append(f"{int(row.src)}->{int(row.dst)} id {int(row.id)} start {start_us:.6g} size {int(row.size_bytes)}")
+    cols = zip(df["src"], df["dst"], df["id"], df["start_s"], df["size_bytes"], strict=True)
+    for src, dst, fid, start_s, size in cols:
+        lines.append(
+            f"{int(src)}->{int(dst)} id {int(fid)} start {float(start_s) * 1e6:.6g} size {int(size)}"
+        )
     Path(path).write_text("\n".join(lines) + "\n")
 
 
@@ -140,8 +160,13 @@ def messages_frame(table: FlowTable) -> pd.DataFrame:
     """A flow table as the message table of this module (host indices, start in seconds)."""
     ids = table.extra.get("trace_id", np.arange(len(table)))
     return pd.DataFrame(
-        {"src": table.src, "dst": table.dst, "size_bytes": table.size_bytes,
-         "start_s": table.start_s, "id": ids}
+        {
+            "src": table.src,
+            "dst": table.dst,
+            "size_bytes": table.size_bytes,
+            "start_s": table.start_s,
+            "id": ids,
+        }
     )
 
 
