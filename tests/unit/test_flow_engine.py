@@ -1,0 +1,72 @@
+"""Flow engine behaviour: time limit, partial delivery, timelines, spraying fluid limits."""
+
+import numpy as np
+import pytest
+
+import fabricsim
+from fabricsim.errors import EngineRefusal
+
+
+def test_time_limit_reports_unfinished_with_partial_bytes():
+    sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"engine.time_limit_s": 40e-6})
+    res = fabricsim.run(sc, engine="flow")
+    assert res.summary["flows_completed"] == 0
+    assert res.flows["finish_s"].isna().all()
+    delivered = res.summary["bytes_delivered"]
+    assert 0 < delivered < res.summary["bytes_total"]
+    # every flow ran at >= 1/8 of 400 Gbps for 40 us (minus headers): a lower bound
+    assert delivered >= 8 * 40e-6 * 400e9 / 8 / 8 * (4096 / 4184) * 0.99
+    assert res.summary["sim_end_s"] == pytest.approx(40e-6)
+
+
+def test_timelines_record_utilization_and_spine_counts():
+    sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"records.timelines": True})
+    res = fabricsim.run(sc, engine="flow")
+    links, spines = res.tables["timeline_links"], res.tables["timeline_spine_flows"]
+    assert set(links.columns) == {"link", "time_s", "utilization", "queue_bytes"}
+    assert links["utilization"].between(0, 1 + 1e-9).all()
+    # host0's uplink carries its flow at 1/k of the rate, k = flows on its spine
+    first = links[links["link"] == "host0->leaf0"].sort_values("time_s")
+    spine = res.flows["path"][0].split(">")[1]
+    k = int((res.flows["path"].str.split(">").str[1] == spine).sum())
+    assert first["utilization"].iloc[0] == pytest.approx(1 / k)
+    assert first["utilization"].iloc[-1] == 0.0  # idle after the flow ends
+    peaks = spines.groupby("spine")["active_flows"].max()
+    assert peaks.to_dict() == res.summary["spine_peak_flows"]
+
+
+def test_default_spraying_fluid_limit_spreads_over_paths():
+    sc = fabricsim.load_scenario("ecmp-collision").with_overrides(
+        {"nic.packet_spraying_type": "default"})
+    res = fabricsim.run(sc, engine="flow")
+    # 128 round-robin ports over 8 spines: every flow uses several spines
+    assert (res.flows["path"].str.count(";") >= 4).all()
+    assert res.summary["step_efficiency"] > 0.6
+
+
+def test_ideal_spray_is_perfect_on_symmetric_fabric():
+    sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"lb.policy": "ideal_spray"})
+    res = fabricsim.run(sc, engine="flow")
+    assert res.summary["step_efficiency"] == pytest.approx(1.0, rel=1e-9)
+    assert np.allclose(res.flows["fct_s"], res.flows["fct_s"][0])
+
+
+def test_reps_is_refused_on_the_flow_engine():
+    sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"nic.packet_spraying_type": "reps"})
+    with pytest.raises(EngineRefusal, match="packet engine"):
+        fabricsim.run(sc, engine="flow")
+
+
+def test_pinned_policy_uses_destination_slice():
+    sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"lb.policy": "pinned"})
+    res = fabricsim.run(sc, engine="flow")
+    spines = res.flows["path"].str.split(">").str[1]
+    # destination host 8+i is index i on leaf1: pinned to path i -> spine i
+    assert spines.tolist() == [f"spine{i}" for i in range(8)]
+    assert res.summary["step_efficiency"] == pytest.approx(1.0, rel=1e-9)
+
+
+def test_hash_random_is_even_split_per_stage():
+    sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"switch.hash_method": "random"})
+    res = fabricsim.run(sc, engine="flow")
+    assert res.summary["step_efficiency"] == pytest.approx(1.0, rel=1e-9)
