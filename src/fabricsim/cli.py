@@ -80,7 +80,13 @@ def run(
         default_study(out=out or Path("runs/ark-study"), sets=set_ or [], seed=seed, quiet=quiet)
         return
     sc = _scenario(scenario, set_, seed)
-    res = fabricsim.run(sc, engine=engine)
+    if _is_tty(quiet):
+        from rich.console import Console
+
+        with Console().status(f"running {sc.name} on the {engine or sc.engine.kind} engine"):
+            res = fabricsim.run(sc, engine=engine)
+    else:
+        res = fabricsim.run(sc, engine=engine)
     target = out or Path("runs") / f"{sc.name}-{res.summary['engine']}"
     res.save(target)
     if not quiet:
