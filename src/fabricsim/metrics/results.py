@@ -7,6 +7,7 @@ import math
 import os
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,18 @@ class Result:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return out
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Write ``path`` via a temporary file in the same directory and :func:`os.replace`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _clean(obj: Any) -> Any:

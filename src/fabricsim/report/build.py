@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import threading
 from pathlib import Path
 
 from fabricsim.errors import ConfigError
+from fabricsim.metrics.results import atomic_write as _write
 from fabricsim.report.html import Section, render_page
 
 FIGURES = "figures"
@@ -43,18 +42,6 @@ def build_report(directory: str | Path) -> tuple[str, list[Section]]:
         sections = run_sections(d)
         title = f"fabricsim run: {summary.get('scenario', d.name)} ({summary.get('engine', '?')} engine)"
     return render_page(title, str(d.resolve()), sections), sections
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Write ``path`` via a temporary file in the same directory and :func:`os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def write_report(directory: str | Path) -> Path:

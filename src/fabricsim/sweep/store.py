@@ -3,32 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import threading
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from fabricsim.errors import ConfigError
+from fabricsim.metrics.results import atomic_write
 from fabricsim.sweep.plan import SweepPlan, SweepPoint
 
 MANIFEST = "manifest.json"
 POINT_FILE = "point.json"
 TABLE = "sweep.parquet"
-
-
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Write ``path`` via a temporary file in the same directory and :func:`os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def dumps(data: Any) -> str:
