@@ -182,6 +182,7 @@ def _assemble(
     summary["bytes_conserved"] = bool(
         np.all(out.delivered_bytes[done] == flows.size_bytes[done])
         and np.all(out.delivered_bytes <= flows.size_bytes)
+        and out.summary.get("link_counters_match_flows", True)
     )
     summary.update(out.summary)
     ctx = RunContext(sc, engine, fabric, router, flows, out, fct)

@@ -70,3 +70,43 @@ def test_hash_random_is_even_split_per_stage():
     sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"switch.hash_method": "random"})
     res = fabricsim.run(sc, engine="flow")
     assert res.summary["step_efficiency"] == pytest.approx(1.0, rel=1e-9)
+
+
+def test_conservation_is_checked_against_link_counters(monkeypatch):
+    from fabricsim.flowsim import engine as fe
+
+    good = fabricsim.run("ecmp-collision", engine="flow").summary
+    assert good["bytes_conserved"] is True and good["link_counters_match_flows"] is True
+    original = fe.FlowEngine._advance
+
+    def leaky(self, t):  # lose 1 % of what host0's uplink carried: the check must notice
+        before = self.link_bytes[self.fabric.host_uplink[0]]
+        original(self, t)
+        carried = self.link_bytes[self.fabric.host_uplink[0]] - before
+        self.link_bytes[self.fabric.host_uplink[0]] -= 0.01 * carried
+
+    monkeypatch.setattr(fe.FlowEngine, "_advance", leaky)
+    bad = fabricsim.run("ecmp-collision", engine="flow").summary
+    assert bad["link_counters_match_flows"] is False
+    assert bad["bytes_conserved"] is False
+
+
+def test_reroute_of_unroutable_connection_restores_its_cap():
+    from fabricsim.flowsim.engine import FlowEngine, _Conn
+    from fabricsim.lb import PolicyContext, make_policy
+    from fabricsim.rng import stream
+    from fabricsim.runner import fabric_of, router_of
+    from fabricsim.workloads import generate
+
+    sc = fabricsim.load_scenario("ecmp-collision")
+    fab = fabric_of(sc)
+    router = router_of(sc, fab)
+    flows = generate(sc, fab)
+    policy = make_policy(PolicyContext(sc, fab, router, flows, stream(1, "policy")))
+    eng = FlowEngine(sc, fab, router, flows, policy)
+    conn = _Conn(0, 0, 1000.0, None)
+    eng.conns[0].append(conn)
+    eng._activate(conn, 5e9)
+    assert eng.cap[conn.slot] == 0.0  # unroutable: cannot progress
+    eng.reroute(0, 0, int(flows.src_port[0]))
+    assert eng.cap[conn.slot] == 5e9

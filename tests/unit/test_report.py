@@ -35,6 +35,17 @@ def run_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def ark_run_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("ark")
+    sc = fabricsim.load_scenario("ark").with_overrides(
+        {"workload.requests": 60, "records.timelines": True, "lb.policy": "ark"}
+    )
+    fabricsim.run(sc).save(d)
+    write_report(d)
+    return d
+
+
+@pytest.fixture(scope="module")
 def sweep_dir(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("sweep") / "s"
     plan = plan_sweep(
@@ -123,10 +134,16 @@ def test_browser_check_catches_errors(tmp_path: Path) -> None:
     assert "boom" in text and "notDefined" in text and "missing.png" in text
 
 
-@pytest.mark.parametrize("which", ["run", "sweep"])
-def test_report_opens_in_headless_chromium(which: str, run_dir: Path, sweep_dir: Path) -> None:
+@pytest.mark.parametrize("which", ["run", "ark-run", "sweep"])
+def test_report_opens_in_headless_chromium(
+    which: str, run_dir: Path, ark_run_dir: Path, sweep_dir: Path
+) -> None:
     exe = _browser()
-    d, expected = (run_dir, RUN_SECTIONS) if which == "run" else (sweep_dir, SWEEP_SECTIONS)
+    d, expected = {
+        "run": (run_dir, RUN_SECTIONS),
+        "ark-run": (ark_run_dir, RUN_SECTIONS),
+        "sweep": (sweep_dir, SWEEP_SECTIONS),
+    }[which]
     check = check_page(d / "report.html", exe)
     assert check.errors == []
     assert check.section_ids == expected

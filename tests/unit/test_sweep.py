@@ -15,7 +15,6 @@ import pytest
 
 import fabricsim
 from fabricsim.cli import main
-from fabricsim.errors import ConfigError
 from fabricsim.sweep import MANIFEST, POINT_FILE, TABLE, parse_axis, plan_sweep, run_sweep
 
 FAST = ["topology.spines=4,8"]  # ecmp-collision points take ~10 ms each
@@ -167,23 +166,18 @@ def test_sigkilled_sweep_resumes_and_ends_with_the_same_table(tmp_path: Path) ->
 
 
 def _ark_plan():
-    try:
-        return plan_sweep(
-            "ark", grid=["workload.qps=10,25", "lb.policy=ecmp,ark"], seeds=3,
-            sets=["workload.requests=50"],
-        )  # fmt: skip
-    except ConfigError as exc:
-        if "ark" in str(exc) or "kv_cache" in str(exc) or "workload" in str(exc):
-            pytest.skip(f"lb.policy=ark / kv_cache not available yet: {exc}")
-        raise
+    return plan_sweep(
+        "ark", grid=["workload.qps=10,25", "lb.policy=ecmp,ark"], seeds=3,
+        sets=["workload.requests=50"],
+    )  # fmt: skip
 
 
 def test_dask_local_cluster_gives_the_local_pools_table(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     plan = _ark_plan()
     local = run_sweep(plan, tmp_path / "local", workers=2)
-    with distributed.LocalCluster(
-        processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None
+    with distributed.LocalCluster(  # real worker processes: points are pickled across
+        processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None
     ) as cluster:
         remote = run_sweep(plan, tmp_path / "dask", scheduler=cluster.scheduler_address)
     assert remote.backend.startswith("Dask") and len(remote.ran) == 12
@@ -199,3 +193,20 @@ def test_dask_local_cluster_gives_the_local_pools_table(tmp_path: Path) -> None:
     assert t["ttft_mean_s"].notna().all()
     manifest = json.loads((tmp_path / "dask" / MANIFEST).read_text())
     assert manifest == json.loads((tmp_path / "local" / MANIFEST).read_text())
+
+
+def test_a_server_that_is_not_dask_is_one_line_exit_2(tmp_path: Path, capsys) -> None:
+    import socket
+
+    with socket.socket() as server:  # accepts connections, never speaks Dask
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        out = tmp_path / "s"
+        t0 = time.perf_counter()
+        code = main(["sweep", "ecmp-collision", "--grid", "topology.spines=4,8", "--scheduler",
+                     f"tcp://127.0.0.1:{port}", "--connect-timeout", "1", "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "--scheduler" in err
+    assert time.perf_counter() - t0 < 30
+    assert not out.exists()

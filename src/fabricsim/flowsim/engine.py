@@ -36,6 +36,8 @@ class _Conn:
     paths: WeightedPaths | None
     slot: int = -1
     done_s: float = math.nan
+    cap: float = math.inf
+    delivered: float = 0.0  # wire bytes, set when the connection completes
 
 
 class FlowEngine:
@@ -78,6 +80,7 @@ class FlowEngine:
         self.tl_links: list[tuple[np.ndarray, float, np.ndarray]] = []
         self.tl_tops: list[tuple[float, np.ndarray]] = []
         self._last_util = np.full(nlinks, -1.0)
+        self.link_bytes = np.zeros(nlinks + 1)
         self.dirty = False
 
     # -- slot storage ----------------------------------------------------------------------
@@ -159,7 +162,7 @@ class FlowEngine:
         conn.slot = self.free.pop()
         self.slot_conn[conn.slot] = conn
         self.remaining[conn.slot] = conn.wire
-        self.cap[conn.slot] = cap
+        conn.cap = cap
         self.active[conn.slot] = True
         self._write_slot(conn)
         self._top_count(conn, +1)
@@ -169,6 +172,7 @@ class FlowEngine:
         for path, w in conn.paths or []:
             for link in path:
                 use[link] = use.get(link, 0.0) + w
+        self.cap[conn.slot] = conn.cap
         if conn.paths is None:
             use = {int(self.fabric.host_uplink[self.flows.src[conn.flow]]): 1.0}
             self.cap[conn.slot] = 0.0  # cannot be routed: never progresses
@@ -195,7 +199,7 @@ class FlowEngine:
         best = 0.0
         for path, _ in paths or []:
             lat = fab.path_delay_ps(path) * 1e-12
-            lat += sum(size * 8 / fab.link_nominal_bps[link] for link in path[1:])
+            lat += sum(size * 8 / fab.link_rate_bps[link] for link in path[1:])
             best = max(best, lat)
         return best
 
@@ -203,6 +207,7 @@ class FlowEngine:
         conn = self.slot_conn[slot]
         assert conn is not None
         conn.done_s = self.now + self._latency(conn.paths)
+        conn.delivered = conn.wire - float(self.remaining[slot])
         self.active[slot] = False
         self.rate[slot] = 0.0
         self.remaining[slot] = 0.0
@@ -291,6 +296,13 @@ class FlowEngine:
         dt = t - self.now
         if dt > 0:
             self.remaining -= self.rate * dt
+            moving = np.flatnonzero(self.rate > 0)
+            if len(moving):  # per-link byte counters: an independent conservation check
+                self.link_bytes += np.bincount(
+                    self.links[moving].ravel(),
+                    weights=(self.coef[moving] * (self.rate[moving] * dt)[:, None]).ravel(),
+                    minlength=len(self.link_bytes),
+                )
         self.now = t
 
     def _process_completions(self) -> None:
@@ -311,19 +323,40 @@ class FlowEngine:
         total = float(np.sum(f.size_bytes)) * (1 + self.hdr / self.mss) * 8
         return float(np.max(f.start_s, initial=0.0)) + 2 * total / rate + 1.0
 
+    def _wire_delivered(self, conn: _Conn) -> float:
+        if conn.slot >= 0:  # still active (unfinished)
+            return conn.wire - max(float(self.remaining[conn.slot]), 0.0)
+        return conn.delivered
+
+    def _conservation_ok(self) -> bool:
+        """Bytes counted on each host uplink = wire bytes its connections delivered."""
+        per_host = np.zeros(self.fabric.num_hosts)
+        for flow, conns in enumerate(self.conns):
+            per_host[self.flows.src[flow]] += sum(self._wire_delivered(c) for c in conns)
+        on_links = self.link_bytes[self.fabric.host_uplink]
+        ok_links = np.allclose(on_links, per_host, rtol=1e-6, atol=1.0)
+        ok_flows = all(
+            abs(self._wire_delivered(c) - c.wire) <= 1e-6 * c.wire + 1.0
+            for flow, conns in enumerate(self.conns)
+            if not math.isnan(self.finish[flow])
+            for c in conns
+        )
+        return bool(ok_links and ok_flows)
+
     def _output(self, wall: float, limit: float) -> EngineOutput:
         f, fab = self.flows, self.fabric
         n = len(f)
         delivered = np.zeros(n)
         for flow in range(n):
-            wire_total = sum(c.wire for c in self.conns[flow]) or 1.0
-            left = sum(float(self.remaining[c.slot]) for c in self.conns[flow] if c.slot >= 0)
-            if not self.conns[flow]:
-                left = wire_total
-            delivered[flow] = f.size_bytes[flow] * (1 - max(left, 0.0) / wire_total)
-            if not math.isnan(self.finish[flow]):
+            conns = self.conns[flow]
+            wire_total = sum(c.wire for c in conns)
+            wire_done = sum(self._wire_delivered(c) for c in conns)
+            if math.isnan(self.finish[flow]):
+                frac = wire_done / wire_total if wire_total else 0.0
+                delivered[flow] = min(np.floor(f.size_bytes[flow] * frac), f.size_bytes[flow] - 1)
+            else:
                 delivered[flow] = f.size_bytes[flow]
-            labels = [fab.path_label(p) for c in self.conns[flow] for p, _ in c.paths or []]
+            labels = [fab.path_label(p) for c in conns for p, _ in c.paths or []]
             self.labels[flow] = ";".join(dict.fromkeys(labels))
         tops = [fab.node_names[s] for s in fab.top_switches]
         out = EngineOutput(
@@ -334,6 +367,7 @@ class FlowEngine:
             start_s=self.started,
             summary={
                 "events": int(self.events),
+                "link_counters_match_flows": self._conservation_ok(),
                 "sim_end_s": float(min(self.now, limit)),
                 "spine_peak_flows": {tops[i]: int(v) for i, v in enumerate(self.top_peak)},
             },

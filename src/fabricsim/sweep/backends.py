@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -45,6 +47,49 @@ class _LocalBackend:
         self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
 
 
+def _connect(client_cls: Any, address: str, timeout_s: float) -> Any:
+    """A Dask client, or one ConfigError line if no Dask scheduler answers in time.
+
+    The client is made in a daemon thread with a hard deadline: ``Client(timeout=...)`` bounds
+    the TCP connect but not the handshake, so a server that accepts and never speaks (or speaks
+    something else) would otherwise hang or crash the sweep.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["client"] = client_cls(address, timeout=timeout_s, set_as_default=False)
+        except BaseException as exc:  # noqa: BLE001 - any failure means "not reachable"
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="fabricsim-dask-connect", daemon=True)
+    thread.start()
+    thread.join(timeout_s + 2.0)
+    if "client" in box:
+        return box["client"]
+    _silence_client_finalizers()
+    exc = box.get("error")
+    if exc is None:
+        reason = "no Dask handshake"
+    else:
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0] or type(exc).__name__
+    raise ConfigError(
+        f"--scheduler: cannot reach a Dask scheduler at {address} within {timeout_s:g} s ({reason})"
+    )
+
+
+def _silence_client_finalizers() -> None:
+    """A half-made Client complains from ``__del__`` at exit; we already said why, once."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if "distributed" in repr(getattr(unraisable, "object", "")):
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+
+
 class _DaskBackend:
     """Points as tasks on a Dask distributed cluster."""
 
@@ -55,13 +100,7 @@ class _DaskBackend:
             raise ConfigError(
                 "--scheduler: dask.distributed is not installed (pip install 'fabricsim[dask]')"
             ) from None
-        try:
-            self.client = Client(address, timeout=timeout_s, set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ConfigError(
-                f"--scheduler: cannot reach {address} within {timeout_s:g} s ({reason})"
-            ) from None
+        self.client = _connect(Client, address, timeout_s)
         self.name = f"Dask scheduler {address}"
 
     def submit(self, fn: Callable, arg: Any) -> Any:
