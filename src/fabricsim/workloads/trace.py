@@ -57,7 +57,7 @@ def _numeric(col: pd.Series, name: str, fname: str, integer: bool = False) -> np
     if vals.isna().any():
         row = int(np.flatnonzero(vals.isna().to_numpy())[0])
         raise ConfigError(
-            f"workload.path: {fname}: row {row}: {name} {col.iloc[row]!r} is not a number"
+            f"workload.path: {fname}: row {row}: {name} {str(col.iloc[row])!r} is not a number"
         )
     arr = vals.to_numpy(dtype=np.float64)
     if integer and np.any(arr != np.round(arr)):
