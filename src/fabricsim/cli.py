@@ -224,7 +224,7 @@ def _register_optional() -> None:
     """Commands whose modules arrive with later capabilities."""
     import importlib
 
-    for module in ("fabricsim.cli_extra",):
+    for module in ("fabricsim.cli_extra", "fabricsim.cli_compare"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:

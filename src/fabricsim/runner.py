@@ -59,6 +59,11 @@ def check_engine(sc: Scenario, engine: str) -> None:
                 f"records.{packet_records[0]} is packet-level detail the flow engine does not "
                 "model; use --engine packet"
             )
+        if sc.topology.link_failures:
+            raise EngineRefusal(
+                "topology.link_failures (links failing mid-run) needs the packet engine; "
+                "use --engine packet"
+            )
         if sc.switch.load_balancing_method != "ecmp":
             raise EngineRefusal(
                 f"switch.load_balancing_method={sc.switch.load_balancing_method} acts per packet "
@@ -121,6 +126,8 @@ def run(scenario: str | Path | dict[str, Any] | Scenario, engine: str | None = N
     sc = load_scenario(scenario)
     engine = engine or sc.engine.kind
     check_engine(sc, engine)
+    if engine != sc.engine.kind:  # the workload may depend on the engine (e.g. MoE pacing)
+        sc = sc.with_overrides({"engine.kind": engine})
     fabric = fabric_of(sc)
     router = router_of(sc, fabric)
     flows = workloads.generate(sc, fabric)

@@ -37,7 +37,8 @@ def test_timelines_record_utilization_and_spine_counts():
 
 def test_default_spraying_fluid_limit_spreads_over_paths():
     sc = fabricsim.load_scenario("ecmp-collision").with_overrides(
-        {"nic.packet_spraying_type": "default"})
+        {"nic.packet_spraying_type": "default"}
+    )
     res = fabricsim.run(sc, engine="flow")
     # 128 round-robin ports over 8 spines: every flow uses several spines
     assert (res.flows["path"].str.count(";") >= 4).all()
@@ -52,7 +53,9 @@ def test_ideal_spray_is_perfect_on_symmetric_fabric():
 
 
 def test_reps_is_refused_on_the_flow_engine():
-    sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"nic.packet_spraying_type": "reps"})
+    sc = fabricsim.load_scenario("ecmp-collision").with_overrides(
+        {"nic.packet_spraying_type": "reps"}
+    )
     with pytest.raises(EngineRefusal, match="packet engine"):
         fabricsim.run(sc, engine="flow")
 

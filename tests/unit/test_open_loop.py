@@ -107,7 +107,9 @@ def test_time_limit_leaves_flows_unfinished(tmp_path):
 
 
 def test_refusals():
-    sc = fabricsim.load_scenario("moe")
+    sc = fabricsim.load_scenario("moe").with_overrides(
+        {"engine.kind": "flow", "nic.packet_spraying_type": "none"}
+    )
     with pytest.raises(EngineRefusal, match="oversubscribed"):
         fabricsim.run(sc.with_overrides({"topology.spines": 4}))
     with pytest.raises(EngineRefusal, match="failed links"):
@@ -117,7 +119,7 @@ def test_refusals():
 
 
 def test_timelines_and_determinism():
-    sc = fabricsim.load_scenario("moe").with_overrides({"records.timelines": True})
+    sc = fabricsim.load_scenario("moe").with_overrides({"engine.kind": "flow"})
     a, b = fabricsim.run(sc), fabricsim.run(sc)
     assert a.summary == b.summary
     links = a.tables["timeline_links"]
@@ -134,6 +136,7 @@ def test_paced_senders_leave_no_backlog_with_mixed_nic_rates():
     sc = fabricsim.load_scenario("moe").with_overrides(
         {
             "workload.scheduler": "rate_based",
+            "engine.kind": "flow",
             "topology.degraded_links": {"host3->leaf0": 0.25, "leaf1->host9": 0.5},
         }
     )

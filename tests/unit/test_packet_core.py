@@ -4,10 +4,8 @@ import numpy as np
 import pytest
 
 from fabricsim.config import TopologyConfig
-from fabricsim.config.models import Scenario
-from fabricsim.errors import EngineRefusal
 from fabricsim.packetsim.core import ACK, DATA, HDR, Packet, Port, Sim
-from fabricsim.packetsim.forwarding import EcmpForwarding, RouteTable, make_forwarding
+from fabricsim.packetsim.forwarding import EcmpForwarding, RouteTable
 from fabricsim.routing.router import Router
 from fabricsim.topology import build_fabric
 
@@ -172,12 +170,3 @@ def test_route_cache_matches_router(method):
         assert route.links == router.route(src, dst, ev)
         assert route.label == fab.path_label(route.links) and route.ok
     assert table.get(0, 15, 7) is table.get(0, 15, 7)
-
-
-def test_switch_strategies_other_than_ecmp_are_refused():
-    sc = Scenario.model_validate(
-        {"workload": {"kind": "permutation"}, "switch": {"load_balancing_method": "adaptive"}}
-    )
-    fab = build_fabric(sc.topology)
-    with pytest.raises(EngineRefusal, match="load_balancing_method"):
-        make_forwarding(sc, Router.build(fab, 1), lambda: 0.5)

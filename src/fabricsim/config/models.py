@@ -19,6 +19,13 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=True)
 
 
+class LinkFailure(_Model):
+    """One link that fails during the run (``topology.link_failures`` entry)."""
+
+    link: str = Field(..., min_length=1, description="link name, e.g. agg0_1->core2")
+    at_s: float = Field(..., ge=0, description="simulated time of the failure, s")
+
+
 class TopologyConfig(_Model):
     """The fabric: a two-tier leaf-spine or a three-tier k-ary fat tree."""
 
@@ -48,6 +55,10 @@ class TopologyConfig(_Model):
     )
     failed_link_mode: Literal["blackhole", "withdraw"] = Field(
         "blackhole", description="blackhole: stays in ECMP groups; withdraw: removed"
+    )
+    link_failures: list[LinkFailure] = Field(
+        default_factory=list,
+        description="packet engine: links that fail mid-run (black-holing), [{link, at_s}]",
     )
 
     @field_validator("k")
@@ -174,6 +185,12 @@ class SwitchConfig(_Model):
         "ecmp", alias="LoadBalancingMethod", description="switch member choice"
     )
     flowlet_gap_us: float = Field(10.0, gt=0, le=1e6, description="flowlet idle gap, us")
+    flowlet_pick: Literal["random", "least_loaded"] = Field(
+        "random", description="flowlet: member after a gap, random (LetFlow) or least loaded"
+    )
+    adaptive_quantum_bytes: int | None = Field(
+        None, ge=1, description="adaptive: queues compared in units of bytes (null: 1 packet)"
+    )
     buffer_bytes: int | None = Field(None, ge=1, description="per-port buffer, bytes")
     buffer_bdp: float = Field(1.0, gt=0, le=1e4, description="per-port buffer, x BDP")
     trimming: bool = Field(True, description="trim payloads of a full queue (else drop-tail)")

@@ -120,6 +120,9 @@ class MoeWorkload(_Workload):
     (CSV or .npy, N x N) or ``chakra`` (MLCommons Chakra execution traces).  Intra-server
     blocks (``gpus_per_server``) travel over NVLink and are removed, except for pure_zipf.
     The shape fields left null come from ``model`` (a preset) or the generic defaults.
+    ``scheduler`` (sender side): ``round_robin`` (the NIC serves its active messages a packet
+    each in turn) or ``rate_based`` (each flow paced at ``R_ij`` x line rate on wire bytes);
+    ``pacing_acks`` adds the ACKs the packet engine sends to the port loads that set ``M``.
     """
 
     kind: Literal["moe"] = "moe"
@@ -160,6 +163,11 @@ class MoeWorkload(_Workload):
     )
     scheduler: Literal["round_robin", "rate_based"] = Field(
         "round_robin", description="sender scheduler: round robin, or paced at R_ij x line rate"
+    )
+    pacing_acks: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="rate_based: count ACK bytes (nic.header_bytes per nic.ack_coalesce packets) "
+        "in every port's load, so in M; auto: on when engine.kind is packet",
     )
     start_s: float = Field(0.0, ge=0, description="dispatch start, s")
 

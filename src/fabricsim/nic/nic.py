@@ -7,8 +7,10 @@
   groups disabled every PDC is a group of its own.  The spraying state is created when the
   group's first sending PDC joins (its local port is the group's value under ``none``).
 * **Transmit scheduler**: the NIC's uplink pulls a packet whenever the wire is free: ACKs and
-  NACKs first, then the PDCs with something to send in round robin; a PDC blocked by its
-  window or pacing leaves the round until feedback or its pacing timer brings it back.
+  NACKs first, then the PDCs with something to send in round robin, one packet each (htsim's
+  NIC round robin; MoE's ``round_robin`` sender); a PDC blocked by its window leaves the
+  round until feedback brings it back; a paced PDC (``rate_cap_bps``: MoE's ``rate_based``
+  sender) leaves it after each packet and rejoins at the end when its next packet is due.
 * **Receive**: data is written as it arrives (no reorder buffer); every ``nic.ack_coalesce``
   data packets, and at once for an out-of-order, duplicate, ECN-marked or last packet, the
   receiver returns a selective ACK (cumulative PSN, and a 64-bit bitmap whose base is chosen
@@ -89,6 +91,7 @@ class Nic:
         self.acks_sent = self.nacks_sent = self.data_received = self.retransmissions = 0
         self._rand: Callable[[], float] | None = None
         self.hdr, self.coalesce, self.rcache = env.hdr, env.coalesce, env.routes.cache
+        self.sim = env.sim
         port.pull = self.pull
         port.ctrlq, port.activeq = self.ctrl, self.active
 
@@ -147,7 +150,14 @@ class Nic:
             pdc = active[0]
             pkt = pdc.next_packet()
             if pkt is not None:
-                active.rotate(-1)
+                if pdc.paced and pdc.next_send_ps > self.sim.now:
+                    # a paced PDC leaves the round after each packet; its timer brings it
+                    # back (to the end of the round) when the next one is due
+                    active.popleft()
+                    pdc.in_active = False
+                    pdc.sleep()
+                else:
+                    active.rotate(-1)
                 return pkt
             active.popleft()
             pdc.in_active = False

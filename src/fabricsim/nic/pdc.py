@@ -6,7 +6,8 @@ A :class:`Pdc` sends one connection's bytes (a message, or one share of it) as P
 transmission (which identifies it), and its timeout count.
 
 * Window: ``inflight`` wire bytes of outstanding packets may not exceed the congestion
-  controller's ``cwnd_bytes`` (one packet always fits in an empty window).
+  controller's ``cwnd_bytes`` (one packet always fits in an empty window; a paced PDC's
+  window has a floor, below).
 * ACKs are selective: a cumulative PSN plus a 64-bit bitmap from a base PSN; every newly
   acknowledged PSN is counted once.  A NACK (trimmed packet) of the latest transmission of an outstanding PSN
   marks it lost.  A retransmission timeout (``rto << timeouts``: exponential backoff) marks it
@@ -16,6 +17,21 @@ transmission (which identifies it), and its timeout count.
   is retransmitted).
 * Timers: one pending event per PDC for each of the RTO and failure-detection deadlines; the
   deadlines sit in send-ordered queues (one per timeout level) checked when the timer fires.
+* Pacing (``Connection.rate_cap_bps``, or the controller's ``pacing_bps``): a token bucket on
+  wire bytes (headers and retransmissions included).  Packet ``k`` is due at
+  ``phase + (wire bytes before it) x 8 / rate``, kept as an exact fractional schedule, not
+  restarted at each send: a packet that leaves late (the NIC was busy with another PDC's
+  packet) does not delay the ones after it, as long as the lag stays within the bucket's
+  depth (``PACE_SLACK_PACKETS`` packet intervals); beyond that the schedule restarts (a PDC
+  that was stalled by its window does not burst).  ``phase`` is a fixed fraction of the last
+  packet's interval, spread over connections by the golden-ratio sequence (no randomness), so
+  that paced connections starting together do not all send their first packet at once; every
+  packet still leaves by ``start + wire bytes x 8 / rate``.
+* Paced window floor: a paced PDC's window is at least ``rate x PACED_WINDOW_BASE_RTTS x
+  base RTT`` (its paced rate sustained through a queueing delay of one base RTT), so a
+  congestion controller reacting to ECN and delay (NSCC) does not throttle a flow below a
+  rate that a scheduler already made feasible; severe congestion (longer delays) still
+  limits it, and its pacing keeps its load at or below its rate in any case.
 
 :class:`RxState` is the receiver's side: received PSNs as a cumulative point plus a bitmap of
 what arrived beyond it (no reorder buffer: payload is written as it arrives).
@@ -34,6 +50,14 @@ if TYPE_CHECKING:
     from fabricsim.nic.spraying import SprayingStrategy
 
 UNSENT, OUT, LOST, ACKED = 0, 1, 2, 3
+PACE_SLACK_PACKETS = 2
+"""Depth of the pacing token bucket, in packet intervals at the paced rate: how far a paced
+PDC may fall behind its schedule (NIC contention) and still catch up."""
+PACED_WINDOW_BASE_RTTS = 2.0
+"""A paced PDC may keep its paced rate's bytes of this many base RTTs in flight whatever its
+congestion controller's window: the controller slows it below its rate only once queueing
+delay passes ``(PACED_WINDOW_BASE_RTTS - 1)`` base RTTs (0 = off: the window always rules)."""
+_GOLDEN = 0.6180339887498949  # phases of successive connections: frac(i x golden ratio)
 
 
 class RxState:
@@ -58,7 +82,7 @@ class Pdc:
         "acked_pkts", "acked_bytes", "inflight", "retx", "group", "spray", "cc", "nic", "env",
         "in_active", "closed", "failed", "rx", "rto_q", "rto_at", "rto_tok", "fd_q", "fd_at",
         "rate_cap_bps", "next_send_ps", "wake_pending", "first_ev", "labels", "sent",
-        "retransmitted", "paced", "rkey", "rkey_back",
+        "retransmitted", "paced", "rkey", "rkey_back", "floor_bytes",
     )
 
     # fmt: on
@@ -101,9 +125,16 @@ class Pdc:
         self.fd_at = -1
         self.rate_cap_bps = rate_cap_bps
         self.paced = rate_cap_bps != float("inf")
+        self.next_send_ps = 0.0  # pacing: when the next packet is due (fractional ps)
+        self.floor_bytes = 0.0  # paced: window kept for the paced rate whatever the controller
+        if self.paced and PACED_WINDOW_BASE_RTTS:
+            self.floor_bytes = rate_cap_bps * PACED_WINDOW_BASE_RTTS * cc.base_rtt_ps / 8e12
+        if self.paced:
+            self.next_send_ps = env.sim.now + pace_phase_ps(
+                flow * 64 + index, self.wire_last, rate_cap_bps
+            )
         self.rkey = ((self.src << 20) | dst) << 16  # | entropy: the route cache key
         self.rkey_back = ((dst << 20) | self.src) << 16  # ... of its ACKs
-        self.next_send_ps = 0
         self.first_ev = -1
         self.labels: dict[str, None] = {}
         self.sent = self.retransmitted = 0
@@ -130,7 +161,7 @@ class Pdc:
                 return None
         size = self.wire_last if psn == self.npkts - 1 else self.wire_full
         cc = self.cc
-        if self.inflight and self.inflight + size > cc.cwnd_bytes:
+        if self.inflight and self.inflight + size > max(cc.cwnd_bytes, self.floor_bytes):
             return None
         if (self.paced or cc.pacing_bps is not None) and not self._pace(size):
             return None
@@ -200,17 +231,31 @@ class Pdc:
                 env.sim.at(fd, self._on_fd)
 
     def _pace(self, size: int) -> bool:
+        """Whether a ``size``-byte packet may leave now; if not, wake up when it is due."""
         now = self.env.sim.now
-        if now < self.next_send_ps:
+        due = self.next_send_ps
+        if now < due:
             if not self.wake_pending:
                 self.wake_pending = True
-                self.env.sim.at(self.next_send_ps, self._wake)
+                self.env.sim.at(-int(-due // 1), self._wake)  # ceil: never early
             return False
         rate = self.rate_cap_bps
         if self.cc.pacing_bps is not None:
             rate = min(rate, self.cc.pacing_bps)
-        self.next_send_ps = now + int(size * 8e12 / max(rate, 1.0))
+        rate = max(rate, 1.0)
+        late = now - due
+        if late > 0:
+            slack = PACE_SLACK_PACKETS * self.wire_full * 8e12 / rate
+            if late > slack:  # too far behind (stalled): restart the schedule, no burst
+                due = now - slack
+        self.next_send_ps = due + size * 8e12 / rate
         return True
+
+    def sleep(self) -> None:
+        """Leave the NIC's round until the next packet is due (a paced PDC that just sent)."""
+        if not self.wake_pending:
+            self.wake_pending = True
+            self.env.sim.at(-int(-self.next_send_ps // 1), self._wake)
 
     def _wake(self, _: Any) -> None:
         self.wake_pending = False
@@ -258,8 +303,10 @@ class Pdc:
         self.cc.on_ack(now, acked, now - ts, ecn, self.inflight)
         if self.acked_pkts == self.npkts:
             self._close()
-        elif not self.in_active and (self.retx or self.next_psn < self.npkts):
-            self.nic.activate(self)
+        elif not (self.in_active or self.wake_pending) and (
+            self.retx or self.next_psn < self.npkts
+        ):
+            self.nic.activate(self)  # perf: a paced PDC waiting for its time wakes by itself
 
     def on_nack(self, pkt: Packet) -> None:
         """NACK of a trimmed packet: if it is the latest transmission, retransmit the PSN."""
@@ -359,3 +406,17 @@ class Pdc:
         self.failed = True
         self._close()
         self.env.on_tx_failed(self)
+
+
+def pace_phase_ps(serial: int, wire_last: int, rate_bps: float) -> float:
+    """Offset of a paced connection's first packet, ps: a fraction ``frac(serial x 0.618...)``
+    of its last packet's interval at ``rate_bps`` (so its last packet still leaves in time).
+
+    Examples
+    --------
+    >>> round(pace_phase_ps(0, 1000, 8e9)), round(pace_phase_ps(1, 1000, 8e9))
+    (0, 618034)
+    """
+    if not rate_bps < float("inf"):
+        return 0.0
+    return ((serial * _GOLDEN) % 1.0) * wire_last * 8e12 / max(rate_bps, 1.0)

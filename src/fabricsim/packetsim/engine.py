@@ -31,7 +31,7 @@ import numpy as np
 from fabricsim.cc import CcParams, make_cc
 from fabricsim.config.models import Scenario
 from fabricsim.engine_api import EngineOutput, wire_bytes
-from fabricsim.errors import EngineRefusal
+from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
 from fabricsim.nic.nic import Nic, NicEnv
 from fabricsim.nic.pdc import Pdc
@@ -47,7 +47,7 @@ from fabricsim.packetsim.core import (
     RandomPool,
     Sim,
 )
-from fabricsim.packetsim.forwarding import RouteTable, make_forwarding
+from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_member_choices
 from fabricsim.rng import stream
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import Fabric
@@ -63,6 +63,17 @@ def check_packet_scenario(sc: Scenario) -> None:
         warnings.warn(
             "nic.packet_spraying_type=reps with switch.load_balancing_method=flowlet: the switches "
             "move flows between members at gaps, so REPS's entropy feedback loses its meaning",
+            stacklevel=3,
+        )
+    if (
+        sc.lb.policy == "qp_scaling"
+        and sc.nic.pdc_groups_enabled
+        and sc.nic.packet_spraying_type == "none"
+    ):
+        warnings.warn(
+            "lb.policy=qp_scaling with nic.pdc_groups_enabled and spraying none: concurrent "
+            "connections to one peer share their PDC group's entropy value (one path); set "
+            "nic.pdc_groups_enabled=false for one path per QP",
             stacklevel=3,
         )
     if sc.lb.policy == "ideal_spray":
@@ -97,14 +108,23 @@ class PacketEngine:
         self.sink = DropSink()
         top_index = {int(s): i for i, s in enumerate(fabric.top_switches)}
         forwarding = make_forwarding(sc, router, RandomPool(stream(sc.seed, "switch/hash")).random)
+        choices = make_member_choices(
+            sc, fabric, self.sim, RandomPool(stream(sc.seed, "switch/lb")).random
+        )
         entries = [self._entry(p) for p in self.ports]
-        self.routes = RouteTable(fabric, forwarding, entries, [], [], self.sink.receive, top_index)
+        self.routes = RouteTable(
+            fabric, forwarding, entries, [], [], self.sink.receive, top_index, choices, self.ports
+        )
         self._setup_records(len(top_index))
+        self.routes.spine = self.spine
+        for failure in sc.topology.link_failures:
+            self.fail_link_at(failure.link, failure.at_s)
         self.nics = self._build_nics()
         n = len(flows)
         self.pdcs: list[list[Pdc]] = [[] for _ in range(n)]
         self.pending = np.zeros(n, dtype=np.int64)
         self.finish_ps = np.full(n, -1, dtype=np.int64)
+        self.start_ps = np.full(n, -1, dtype=np.int64)
         self.failed = np.zeros(n, dtype=bool)
         self.unresolved = n  # flows neither finished nor failed
         self.waiting = np.zeros(n, dtype=np.int64)
@@ -246,14 +266,30 @@ class PacketEngine:
             self.pdcs[flow][index].local_port = int(src_port)
 
     def fail_link_at(self, link: str, at_s: float) -> None:
-        """Test hook: link ``link`` (name ``A->B``) black-holes from ``at_s`` on."""
-        port = self.ports[self.fabric.link_index[link]]
-        self.sim.at(s_to_ps(at_s), lambda _: port.fail())
+        """Link ``link`` (name ``A->B``) black-holes from ``at_s`` on (``topology.link_failures``).
+
+        Live member choices (adaptive, flowlet, spray) stop using it at once, for every packet;
+        under ``ecmp`` the switches keep hashing onto it.
+        """
+        index = self.fabric.link_index.get(link)
+        if index is None:
+            raise ConfigError(
+                f"topology.link_failures: unknown link '{link}'; names look like "
+                f"'{self.fabric.link_names[-1]}'"
+            )
+        port = self.ports[index]
+
+        def fail(_: Any) -> None:
+            port.fail()
+            self.routes.link_failed()
+
+        self.sim.at(s_to_ps(at_s), fail)
 
     # -- flows -------------------------------------------------------------------------------
     def _arrive(self, flow: int) -> None:
         f = self.flows
         src, dst = int(f.src[flow]), int(f.dst[flow])
+        self.start_ps[flow] = self.sim.now
         conns = self.policy.connections(flow)
         self.pending[flow] = len(conns)
         nic = self.nics[src]
@@ -329,6 +365,7 @@ class PacketEngine:
         labels: dict[str, None] = {}
         for pdc in self.pdcs[flow]:
             labels.update(pdc.labels)
+        labels.pop("", None)  # a live member choice's route before its switches chose
         if len(labels) > MAX_PATH_LABELS:
             return f"{len(labels)} paths"
         return ";".join(labels)
@@ -384,6 +421,10 @@ class PacketEngine:
         summary["sim_end_s"] = ps_to_s(self.sim.now)
         summary["time_limit_reached"] = bool(self.sim.stopped)
         summary["spine_peak_flows"] = self._spine_peaks()
+        if self.sc.switch.load_balancing_method == "flowlet":
+            summary["switch_flowlets"] = sum(
+                getattr(c, "flowlets", 0) for c in self.routes.choices or ()
+            )
         sent = summary["packets_sent"]
         timing = {
             "wall_s": wall,
@@ -391,8 +432,15 @@ class PacketEngine:
             "events_per_s": self.sim.events / max(wall, 1e-9),
             "packets_per_s": sent / max(wall, 1e-9),
         }
+        started = np.where(self.start_ps >= 0, self.start_ps / PS_PER_S, math.nan)
         out = EngineOutput(
-            finish, delivered, [self._flow_path(i) for i in range(n)], entropy, summary, timing
+            finish,
+            delivered,
+            [self._flow_path(i) for i in range(n)],
+            entropy,
+            summary,
+            timing,
+            start_s=started,
         )
         self._add_records(out)
         return out

@@ -308,22 +308,38 @@ def flow_pacing_bps(
     wire_bytes: np.ndarray,
     send_bps: np.ndarray,
     recv_bps: np.ndarray,
+    ack_bytes: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float]:
     """Per-flow pacing rates of the rate-based scheduler, and ``M`` in seconds.
 
     The sparse form of :func:`normalized_rates` for a flow list (what engines need):
     ``rate_f = 8 wire_f / M_s`` with ``M_s`` the busiest port's time at its own line rate, so
     every flow finishes at ``M_s`` and no port is ever oversubscribed.  Rates count wire bytes
-    (headers included).  ``send_bps``/``recv_bps`` are indexed by host.
+    (headers included).  ``send_bps``/``recv_bps`` are indexed by host.  ``ack_bytes`` (per
+    flow, optional): the acknowledgements its receiver returns, which load the receiver's
+    uplink and the sender's downlink; they count in every port's time (so in ``M_s``), but a
+    flow's rate still paces only its data.
     """
     bits = 8.0 * np.asarray(wire_bytes, dtype=np.float64)
     hosts = len(send_bps)
-    out_load = np.bincount(src, weights=bits, minlength=hosts) / send_bps
-    in_load = np.bincount(dst, weights=bits, minlength=hosts) / recv_bps
-    m_s = float(max(out_load.max(), in_load.max()))
+    out_bits = np.bincount(src, weights=bits, minlength=hosts)
+    in_bits = np.bincount(dst, weights=bits, minlength=hosts)
+    if ack_bytes is not None:
+        ack_bits = 8.0 * np.asarray(ack_bytes, dtype=np.float64)
+        out_bits += np.bincount(dst, weights=ack_bits, minlength=hosts)
+        in_bits += np.bincount(src, weights=ack_bits, minlength=hosts)
+    m_s = float(max((out_bits / send_bps).max(), (in_bits / recv_bps).max()))
     if not m_s > 0:
         raise ValueError("no traffic to pace")
     return bits / m_s, m_s
+
+
+def ack_bytes_array(
+    size_bytes: np.ndarray, mss: int, header_bytes: int, coalesce: int
+) -> np.ndarray:
+    """Bytes of the ACKs a message draws: one ``header_bytes`` ACK per ``coalesce`` packets."""
+    packets = -(-np.asarray(size_bytes, dtype=np.int64) // mss)
+    return -(-packets // coalesce) * float(header_bytes)
 
 
 def wire_bytes_array(size_bytes: np.ndarray, mss: int, header_bytes: int) -> np.ndarray:
@@ -426,11 +442,21 @@ def moe(sc: Scenario, fabric: Fabric) -> FlowTable:
     table = FlowTable.build(sc, src, dst, size, np.full(len(src), wl.start_s))
     wire = wire_bytes_array(size, sc.nic.rdma_data_mss, sc.nic.header_bytes)
     send_bps, recv_bps = host_rates_bps(fabric)
-    caps, m_s = flow_pacing_bps(src, dst, wire, send_bps, recv_bps)
+    acks = None
+    if wl.pacing_acks == "on" or (wl.pacing_acks == "auto" and sc.engine.kind == "packet"):
+        nic = sc.nic
+        acks = ack_bytes_array(size, nic.rdma_data_mss, nic.header_bytes, nic.ack_coalesce)
+    caps, m_s = flow_pacing_bps(src, dst, wire, send_bps, recv_bps, acks)
     if wl.scheduler == "rate_based":
         table.extra["rate_cap_bps"] = caps
     table.meta["sender_scheduler"] = wl.scheduler
-    table.meta["moe"] = {"matrix": wl.matrix, "m_s": m_s, "matrix_bytes": float(d.sum()), **info}
+    table.meta["moe"] = {
+        "matrix": wl.matrix,
+        "m_s": m_s,
+        "paced_acks": acks is not None,
+        "matrix_bytes": float(d.sum()),
+        **info,
+    }
     _ensure_summarizer()
     return table
 
@@ -458,20 +484,34 @@ def cct_lower_bound_s(
         host, on_port, port = int(in_t.argmax()), dst, "in"
     else:
         host, on_port, port = int(out_t.argmax()), src, "out"
+    lat = shortest_latency_s(fabric, src, dst, on_port == host, mss, header_bytes)
+    name = f"{fabric.host_names[host]} ({port})"
+    return float(max(out_t.max(), in_t.max())) + lat, name
+
+
+def shortest_latency_s(
+    fabric: Fabric, src: np.ndarray, dst: np.ndarray, mask: np.ndarray, mss: int, hdr: int
+) -> float:
+    """The smallest unloaded packet delay over the flows in ``mask`` (once per leaf pair), s."""
     lat = math.inf
     seen: set[tuple[int, int]] = set()
-    for f in np.flatnonzero(on_port == host):
+    for f in np.flatnonzero(mask):
         s, d = int(src[f]), int(dst[f])
         key = (int(fabric.host_leaf[s]), int(fabric.host_leaf[d]))
         if key not in seen:
             seen.add(key)
-            lat = min(lat, unloaded_latency_s(fabric, s, d, mss, header_bytes))
-    name = f"{fabric.host_names[host]} ({port})"
-    return float(max(out_t.max(), in_t.max())) + (0.0 if math.isinf(lat) else lat), name
+            lat = min(lat, unloaded_latency_s(fabric, s, d, mss, hdr))
+    return 0.0 if math.isinf(lat) else lat
 
 
 def moe_summary(ctx: Any) -> dict[str, Any]:
-    """``cct_s``, ``cct_lower_bound_s``, ``cct_inflation`` and the dispatch's facts."""
+    """``cct_s``, ``cct_lower_bound_s``, ``cct_inflation``, the dispatch's facts, and the hot
+    receiver's utilization; on the packet engine also its queue (:func:`packet_queue_metrics`).
+
+    ``hot_receiver_utilization``: the hot receiver's load (wire bits over its rate) divided by
+    the time from the dispatch start plus its shortest unloaded path delay to its last arrival
+    (1 = its downlink never idled; None if a flow into it did not finish).
+    """
     f, sc = ctx.flows, ctx.scenario
     mss, hdr = sc.nic.rdma_data_mss, sc.nic.header_bytes
     wire = wire_bytes_array(f.size_bytes, mss, hdr)
@@ -479,7 +519,7 @@ def moe_summary(ctx: Any) -> dict[str, Any]:
     finish = ctx.output.finish_s
     cct = None if np.isnan(finish).any() else float(finish.max() - f.start_s.min())
     meta = f.meta.get("moe", {})
-    return {
+    out = {
         "cct_s": cct,
         "cct_lower_bound_s": bound,
         "cct_inflation": None if cct is None else cct / bound,
@@ -490,6 +530,78 @@ def moe_summary(ctx: Any) -> dict[str, Any]:
         "moe_wire_bytes": int(wire.sum()),
         "moe_nvlink_bytes": meta.get("nvlink_bytes"),
     }
+    hot, load_s = hot_receiver(ctx.fabric, f.dst, wire)
+    into = f.dst == hot
+    lat = shortest_latency_s(ctx.fabric, f.src, f.dst, into, mss, hdr)
+    span = float(finish[into].max() - f.start_s.min()) - lat  # NaN if one is unfinished
+    out["hot_receiver_utilization"] = load_s / span if span > 0 else None
+    if ctx.engine == "packet":
+        out.update(packet_queue_metrics(ctx, hot))
+    return out
+
+
+def hot_receiver(fabric: Fabric, dst: np.ndarray, wire_bytes: np.ndarray) -> tuple[int, float]:
+    """The receiver with the largest load over its line rate, and that load in seconds."""
+    _, recv_bps = host_rates_bps(fabric)
+    load_s = np.bincount(dst, weights=8.0 * wire_bytes, minlength=fabric.num_hosts) / recv_bps
+    hot = int(np.argmax(load_s))
+    return hot, float(load_s[hot])
+
+
+def packet_queue_metrics(ctx: Any, hot: int) -> dict[str, Any]:
+    """The hot receiver's downlink queue and the fabric's backlog, from the packet engine's records.
+
+    ``hot_receiver_peak_queue_bytes``: exact with ``records.port_stats`` (the port's peak data
+    queue), else the largest ``records.timelines`` sample; absent with neither.  With
+    timelines, the table ``timeline_backlog`` (per sample: ``backlog_bytes`` = data and
+    header bytes queued in every switch port, ``hot_queue_bytes``, ``hot_utilization``,
+    ``receiver_utilization`` = the receiving downlinks' capacity-weighted utilization) is added
+    to the run's tables, with ``peak_backlog_bytes`` and ``peak_backlog_s``.
+    """
+    fab, tables = ctx.fabric, ctx.output.tables
+    down = fab.link_names[int(fab.host_downlink[hot])]
+    out: dict[str, Any] = {"hot_receiver": fab.host_names[hot]}
+    ports, tl = tables.get("port_stats"), tables.get("timeline_links")
+    if ports is not None:
+        row = ports.loc[ports["link"] == down, "peak_queue_bytes"]
+        out["hot_receiver_peak_queue_bytes"] = float(row.iloc[0])
+    if tl is None:
+        return out
+    table = backlog_timeline(fab, tl, hot, np.unique(ctx.flows.dst))
+    tables["timeline_backlog"] = table
+    if ports is None:
+        hot_q = table["hot_queue_bytes"]
+        out["hot_receiver_peak_queue_bytes"] = float(hot_q.max()) if len(hot_q) else 0.0
+    if len(table):
+        i = int(table["backlog_bytes"].to_numpy().argmax())
+        out["peak_backlog_bytes"] = float(table["backlog_bytes"].iloc[i])
+        out["peak_backlog_s"] = float(table["time_s"].iloc[i])
+    return out
+
+
+def backlog_timeline(fabric: Fabric, links: Any, hot: int, receivers: np.ndarray) -> Any:
+    """``timeline_backlog`` from a packet-engine ``timeline_links`` table (see
+    :func:`packet_queue_metrics`); a link missing at a sample time was idle there."""
+    import pandas as pd
+
+    names = np.asarray(fabric.link_names)
+    times = np.sort(links["time_s"].unique())
+    uplinks = set(names[fabric.host_uplink])  # the NIC pulls: nothing queues there
+    queued = links[~links["link"].isin(uplinks)].groupby("time_s")["queue_bytes"].sum()
+    hot_rows = links[links["link"] == names[fabric.host_downlink[hot]]].set_index("time_s")
+    rx = fabric.host_downlink[receivers]
+    rate = pd.Series(fabric.link_nominal_bps[rx].astype(float), index=names[rx])
+    rows = links[links["link"].isin(rate.index)]
+    served = (rows["utilization"] * rows["link"].map(rate)).groupby(rows["time_s"]).sum()
+    return pd.DataFrame(
+        {
+            "time_s": times,
+            "backlog_bytes": queued.reindex(times, fill_value=0).to_numpy(dtype=float),
+            "hot_queue_bytes": hot_rows["queue_bytes"].reindex(times, fill_value=0).to_numpy(float),
+            "hot_utilization": hot_rows["utilization"].reindex(times, fill_value=0.0).to_numpy(),
+            "receiver_utilization": served.reindex(times, fill_value=0.0).to_numpy() / rate.sum(),
+        }
+    )
 
 
 _REGISTERED: list[bool] = []

@@ -1,0 +1,52 @@
+"""The ``compare`` command, registered on :data:`fabricsim.cli.app`; no model logic here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fabricsim.cli import EngineOpt, SetOpt, app
+
+
+@app.command()
+def compare(
+    scenario: Annotated[str, typer.Argument(help="YAML path or built-in name")],
+    engine: EngineOpt = None,
+    set_: SetOpt = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="runs per method (seed, seed+1, ...)")] = 1,
+    out: Annotated[Path | None, typer.Option("--out", help="output directory")] = None,
+    methods: Annotated[
+        str | None, typer.Option("--methods", help="comma-separated subset of the methods")
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", help="parallel processes")] = 1,
+    quiet: Annotated[bool, typer.Option("--quiet", help="print nothing but errors")] = False,
+) -> None:
+    """Every load-balancing method on one fabric: one table and a bar chart.
+
+    Packet engine: ecmp, default, oblivious, reps (NIC spraying), adaptive, flowlet, spray
+    (switch); pinned and qp_scaling on request.  Flow engine: ecmp, ideal_spray, pinned,
+    qp_scaling.
+    """
+    from fabricsim.compare import compare as run_compare
+    from fabricsim.compare import format_table, print_progress
+    from fabricsim.config.loader import load_scenario, parse_set_options
+
+    sc = load_scenario(scenario)
+    chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
+    target = out or Path("runs") / f"compare-{sc.name}"
+    result = run_compare(
+        sc,
+        engine=engine,
+        overrides=parse_set_options(set_ or []),
+        seeds=seeds,
+        out=target,
+        methods=chosen,
+        workers=workers,
+        progress=print_progress if not quiet and sys.stderr.isatty() else None,
+    )
+    if not quiet:
+        typer.echo(format_table(result.table))
+        typer.echo(f"wrote {target}/ (compare.csv, runs.csv, compare.png, one directory per run)")
