@@ -85,14 +85,16 @@ def test_uplink_utilization_from_both_timeline_kinds():
     rows.append(("host0->leaf0", 0.5, 1.0, 0))  # not an uplink: ignored
     got = uplink_utilization(_result("packet", rows, sc), fab)
     assert got["uplink_util_max"] == pytest.approx(1.0)
-    mean = (1.0 + 0.5 * 0.25) / 8
+    # only the uplinks of the switch that sent (leaf0's 4) count in the mean
+    assert {u.split("->")[0] for u in ups[:4]} == {"leaf0"}
+    mean = (1.0 + 0.5 * 0.25) / 4
     assert got["uplink_util_mean"] == pytest.approx(mean)
     assert got["uplink_max_over_mean"] == pytest.approx(1.0 / mean)
     # flow engine: a row holds until the link's next row
     rows = [(ups[0], 0.0, 1.0, 0), (ups[0], 0.5, 0.0, 0), (ups[2], 0.25, 0.4, 0)]
     got = uplink_utilization(_result("flow", rows, sc), fab)
     assert got["uplink_util_max"] == pytest.approx(0.5)
-    assert got["uplink_util_mean"] == pytest.approx((0.5 + 0.4 * 0.75) / 8)
+    assert got["uplink_util_mean"] == pytest.approx((0.5 + 0.4 * 0.75) / 4)
     empty = Result(sc, {"engine": "flow"}, pd.DataFrame({"start_s": [0.0], "finish_s": [1.0]}))
     assert math.isnan(uplink_utilization(empty, fab)["uplink_util_max"])
 
