@@ -29,22 +29,16 @@ import pandas as pd
 
 import fabricsim
 from fabricsim.analysis import moe_incast as mi
-from fabricsim.flowsim.engine import FlowEngine
-from fabricsim.lb import PolicyContext, make_policy
-from fabricsim.lb.base import with_rate_caps
-from fabricsim.rng import stream
-from fabricsim.runner import fabric_of, router_of
+from fabricsim.runner import fabric_of
 from fabricsim.workloads import generate
 from fabricsim.workloads.chakra import chakra_matrix, send_node, write_trace
 from fabricsim.workloads.moe import (
-    cct_lower_bound_s,
     normalization_factor,
     normalized_rates,
     remove_intra_server,
     resolve_shape,
     token_matrix,
     unloaded_latency_s,
-    wire_bytes_array,
 )
 
 FAILED: list[str] = []
@@ -145,19 +139,9 @@ def incast(out: Path) -> None:
 
 
 def capped_max_min_cct(sc: fabricsim.Scenario) -> float:
-    """CCT inflation on the max-min engine with the rate-based caps (wrapped by hand)."""
-    fab = fabric_of(sc)
-    router = router_of(sc, fab)
-    flows = generate(sc, fab)
-    ctx = PolicyContext(sc, fab, router, flows, stream(sc.seed, "policy"))
-    eng = FlowEngine(sc, fab, router, flows, with_rate_caps(make_policy(ctx), flows))
-    ctx.hooks = eng
-    finish = eng.run().finish_s
-    mss, hdr = sc.nic.rdma_data_mss, sc.nic.header_bytes
-    bound, _ = cct_lower_bound_s(
-        fab, flows.src, flows.dst, wire_bytes_array(flows.size_bytes, mss, hdr), mss, hdr
-    )
-    return float(np.nanmax(finish) - flows.start_s.min()) / bound
+    """CCT inflation on the max-min engine with the rate-based caps (the runner applies them)."""
+    sc = sc.with_overrides({"engine.flow_model": "max_min"})
+    return float(fabricsim.run(sc, engine="flow").summary["cct_inflation"])
 
 
 def dispatch(gpus: int, model: str, s: float, k: int, degraded: dict | None = None) -> dict:
