@@ -23,6 +23,12 @@ KIB = 1024
 MIB = 1024**2
 GIB = 1024**3
 
+# Input bounds (checked where input enters: config models, trace readers, CLI options).
+# They keep every sum and every picosecond product inside int64 / exact float range.
+MAX_MESSAGE_BYTES = 2**50  # one flow or message: 1 PiB
+MAX_TOTAL_BYTES = 2**62  # all flows of one run together (int64 sums cannot wrap)
+MAX_TIME_S = 1e6  # any simulated time (start, failure, limit): 1e18 ps, inside int64
+
 
 def us_to_ps(us: float) -> int:
     """Microseconds to integer picoseconds (rounded to nearest)."""

@@ -15,6 +15,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from fabricsim.config.workloads import WorkloadConfig
 
 
+def default_max_memory_gb() -> float:
+    """Half of this machine's physical memory in GB (8 GB where it cannot be read)."""
+    import os
+
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8.0
+    return round(total / 2 / 1e9, 1)
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=True)
 
@@ -87,6 +98,17 @@ class EngineConfig(_Model):
     max_packets: float = Field(
         5e7, gt=0, description="packet engine refuses scenarios with more data packets than this"
     )
+    max_memory_gb: Annotated[float, Field(gt=0, le=1e5)] | Literal["auto"] = Field(
+        "auto",
+        description="refuse a run whose estimated memory exceeds this, GB "
+        "(auto: half of this machine's RAM)",
+    )
+
+    def memory_limit_gb(self) -> float:
+        """``max_memory_gb`` resolved (``auto``: half of this machine's RAM)."""
+        if self.max_memory_gb == "auto":
+            return default_max_memory_gb()
+        return float(self.max_memory_gb)
 
 
 class LbConfig(_Model):
