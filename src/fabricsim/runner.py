@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from fabricsim import workloads
+from fabricsim.config.applicability import check_keys_apply
 from fabricsim.config.loader import load_scenario
 from fabricsim.config.models import Scenario, TopologyConfig
 from fabricsim.engine_api import EngineOutput, wire_bytes
@@ -47,6 +48,7 @@ def check_engine(sc: Scenario, engine: str) -> None:
     """Raise :class:`EngineRefusal` (one line) if ``engine`` cannot answer this scenario."""
     if engine not in ENGINES:
         raise ConfigError(f"--engine: must be one of {', '.join(ENGINES)} (got {engine!r})")
+    check_keys_apply(sc, engine, sc.varied_keys)
     if engine == "flow":
         rec = sc.records
         packet_records = [

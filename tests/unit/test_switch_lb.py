@@ -207,14 +207,10 @@ def test_same_edge_pairs_need_no_decider():
 
 
 # -- whole runs (small) ------------------------------------------------------------------------
-SMALL = fabricsim.load_scenario("permutation").with_overrides(
-    {
-        "topology.k": 4,
-        "workload.size_bytes": 300_000,
-        "nic.cc": "nscc",
-        "nic.packet_spraying_type": "none",
-    }
+SMALL_FLOW = fabricsim.load_scenario("permutation").with_overrides(
+    {"topology.k": 4, "workload.size_bytes": 300_000, "nic.packet_spraying_type": "none"}
 )
+SMALL = SMALL_FLOW.with_overrides({"nic.cc": "nscc"})  # nic.cc is refused on the flow engine
 
 
 def run(**over):
@@ -287,7 +283,7 @@ def test_reported_start_of_ordinary_flows():
 def test_pinned_and_qp_scaling_on_the_packet_engine(over):
     sc = SMALL.with_overrides({**over, "nic.pdc_groups_enabled": False})
     pkt = fabricsim.run(sc, engine="packet")
-    flow = fabricsim.run(sc, engine="flow")
+    flow = fabricsim.run(SMALL_FLOW.with_overrides({**over, "nic.pdc_groups_enabled": False}))
     assert pkt.summary["flows_completed"] == 16
     assert list(pkt.flows["path"]) == list(flow.flows["path"])  # the same ports, the same paths
     if over.get("lb.qp_mode") == "split":

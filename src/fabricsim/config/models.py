@@ -8,11 +8,25 @@ names.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
 from fabricsim.config.workloads import WorkloadConfig
+from fabricsim.units import MAX_TIME_S
+
+# lb.policy values that give each flow (or connection) one path: with these, a scenario that
+# does not set nic.packet_spraying_type gets ``none`` (no per-packet spraying at the NIC).
+PER_FLOW_POLICIES = ("ecmp", "pinned", "qp_scaling", "ark")
+NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$"
 
 
 def default_max_memory_gb() -> float:
@@ -27,14 +41,20 @@ def default_max_memory_gb() -> float:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=True)
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, validate_default=True, allow_inf_nan=False
+    )
+
+    def _derive(self, name: str, value: Any) -> None:
+        """Set a field derived from others without marking it as set by the user."""
+        self.__dict__[name] = value
 
 
 class LinkFailure(_Model):
     """One link that fails during the run (``topology.link_failures`` entry)."""
 
     link: str = Field(..., min_length=1, description="link name, e.g. agg0_1->core2")
-    at_s: float = Field(..., ge=0, description="simulated time of the failure, s")
+    at_s: float = Field(..., ge=0, le=MAX_TIME_S, description="simulated time of the failure, s")
 
 
 class TopologyConfig(_Model):
@@ -54,9 +74,19 @@ class TopologyConfig(_Model):
         le=4096,
         description="fat tree: hosts per edge switch (k/2; more = oversubscribed)",
     )
-    link_gbps: float | None = Field(None, gt=0, le=1e5, description="all tiers' link rate, Gbps")
-    host_link_gbps: float = Field(100.0, gt=0, le=1e5, description="host NIC link rate, Gbps")
-    fabric_link_gbps: float = Field(100.0, gt=0, le=1e5, description="switch-switch rate, Gbps")
+    link_gbps: float | None = Field(
+        None,
+        gt=0,
+        le=1e5,
+        description="all tiers' link rate, Gbps; host_link_gbps / fabric_link_gbps set in the "
+        "same or a later layer win over it",
+    )
+    host_link_gbps: float = Field(
+        100.0, gt=0, le=1e5, description="host NIC link rate, Gbps (wins over link_gbps)"
+    )
+    fabric_link_gbps: float = Field(
+        100.0, gt=0, le=1e5, description="switch-switch rate, Gbps (wins over link_gbps)"
+    )
     link_delay_us: float = Field(1.0, ge=0, le=1e6, description="propagation delay per link, us")
     failed_links: list[str] = Field(
         default_factory=list, description="link names, e.g. leaf0->spine1"
@@ -81,9 +111,14 @@ class TopologyConfig(_Model):
 
     @model_validator(mode="after")
     def _apply_link_gbps(self) -> TopologyConfig:
-        if self.link_gbps is not None:
-            self.host_link_gbps = self.link_gbps
-            self.fabric_link_gbps = self.link_gbps
+        """``link_gbps`` stands for every tier not given its own rate (see config/layers.py)."""
+        if self.link_gbps is None:
+            return self
+        for name in ("host_link_gbps", "fabric_link_gbps"):
+            if name not in self.model_fields_set:
+                self._derive(name, self.link_gbps)
+        if self.host_link_gbps != self.link_gbps or self.fabric_link_gbps != self.link_gbps:
+            self._derive("link_gbps", None)  # the tiers differ: no single rate to show
         return self
 
 
@@ -92,7 +127,10 @@ class EngineConfig(_Model):
 
     kind: Literal["flow", "packet"] = Field("flow", description="the scenario's default engine")
     time_limit_s: float | None = Field(
-        None, gt=0, description="simulated-time limit, s (null: last start + a generous bound)"
+        None,
+        gt=0,
+        le=MAX_TIME_S,
+        description="simulated-time limit, s (null: last start + a generous bound)",
     )
     flow_model: Literal["max_min", "open_loop"] = Field("max_min", description="flow engine model")
     max_packets: float = Field(
@@ -142,7 +180,10 @@ class NicConfig(_Model):
     """UET-style NIC attributes (names and ranges as the UET spraying documentation)."""
 
     packet_spraying_type: Literal["none", "default", "reps", "oblivious"] = Field(
-        "default", alias="PacketSprayingType", description="per-packet entropy selection"
+        "default",
+        alias="PacketSprayingType",
+        description="per-packet entropy selection; unset, it is none under the per-flow "
+        "lb.policy values (ecmp, pinned, qp_scaling, ark), so set it to spray",
     )
     entropy_mask_bits: int = Field(
         7, ge=0, le=8, alias="EntropyMaskBits", description="default spraying: 2^bits values"
@@ -176,7 +217,9 @@ class NicConfig(_Model):
     header_bytes: int = Field(88, ge=0, le=4096, description="header bytes per packet")
     cc: Literal["constant", "nscc"] = Field("constant", description="congestion control")
     cwnd_bdp: float = Field(1.5, gt=0, le=1000, description="constant CC window, x BDP")
-    rto_us: float | None = Field(None, gt=0, description="initial retransmission timeout, us")
+    rto_us: float | None = Field(
+        None, gt=0, le=1e9, description="initial retransmission timeout, us"
+    )
     max_retries: int = Field(8, ge=0, le=64, description="retransmissions before giving up")
     ack_coalesce: int = Field(1, ge=1, le=64, description="data packets per ACK (coalescing)")
 
@@ -222,6 +265,16 @@ class SwitchConfig(_Model):
         None, ge=1, description="packet engine: priority (header/ACK) queue per port, bytes"
     )
 
+    @model_validator(mode="after")
+    def _ecn_ordered(self) -> SwitchConfig:
+        lo, hi = self.ecn_min_bytes, self.ecn_max_bytes
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError(
+                f"ecn_min_bytes ({lo}) must be <= ecn_max_bytes ({hi}): marking starts at the "
+                "minimum and reaches every packet at the maximum"
+            )
+        return self
+
 
 class RecordsConfig(_Model):
     """What to record beyond the summary and the flow table."""
@@ -231,13 +284,19 @@ class RecordsConfig(_Model):
     uet_transport_stats: bool = Field(False, description="per-NIC transport counters")
     switch_lb_stats: bool = Field(False, description="bytes/packets per ECMP member")
     port_stats: bool = Field(False, description="per-port counters")
-    timeline_interval_us: float = Field(10.0, gt=0, description="packet engine sampling, us")
+    timeline_interval_us: float = Field(
+        10.0, gt=0, le=1e12, description="packet engine sampling, us"
+    )
 
 
 class Scenario(_Model):
     """A complete scenario: topology, workload, policies, records and seed."""
 
-    name: str = Field("custom", description="scenario name")
+    name: str = Field(
+        "custom",
+        description="scenario name: letters, digits, '.', '_', '-'; no leading dot or dash "
+        "(names the default output directory runs/<name>-<engine>)",
+    )
     description: str = Field("", description="one line")
     seed: int = Field(1, ge=0, le=2**63 - 1, description="seed of every random draw")
     engine: EngineConfig = Field(default_factory=EngineConfig)  # type: ignore[arg-type]
@@ -247,6 +306,47 @@ class Scenario(_Model):
     nic: NicConfig = Field(default_factory=NicConfig)  # type: ignore[arg-type]
     switch: SwitchConfig = Field(default_factory=SwitchConfig)  # type: ignore[arg-type]
     records: RecordsConfig = Field(default_factory=RecordsConfig)  # type: ignore[arg-type]
+
+    _user_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:
+        if not re.fullmatch(NAME_PATTERN, v):
+            raise ValueError(
+                "letters, digits, '.', '_' and '-' only, not starting with '.' or '-', "
+                f"at most 100 characters (got {v!r})"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _spraying_follows_policy(self) -> Scenario:
+        """Per-flow policies mean one path per flow: no NIC spraying unless it is asked for."""
+        nic = self.nic
+        if "packet_spraying_type" not in nic.model_fields_set and self.lb.policy in (
+            PER_FLOW_POLICIES
+        ):
+            nic._derive("packet_spraying_type", "none")
+        return self
+
+    _varied_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)
+
+    @property
+    def user_keys(self) -> frozenset[str]:
+        """Dotted keys the user set (their file, dict or ``--set``; not a built-in's)."""
+        return self._user_keys
+
+    @property
+    def varied_keys(self) -> frozenset[str]:
+        """Keys an experiment (compare, sweep, study) sets per variant (see ``varying``)."""
+        return self._varied_keys
+
+    def varying(self, keys: set[str] | frozenset[str]) -> Scenario:
+        """This scenario, marked as one variant of an experiment that varies ``keys``."""
+        out = self.model_copy()
+        out._user_keys = self._user_keys
+        out._varied_keys = self._varied_keys | frozenset(keys)
+        return out
 
     def with_overrides(self, overrides: dict[str, Any]) -> Scenario:
         """A new scenario with dotted-key overrides applied (the keys of ``--set``).

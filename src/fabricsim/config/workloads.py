@@ -6,9 +6,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S
+
 
 class _Workload(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=True)
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, validate_default=True, allow_inf_nan=False
+    )
 
 
 class TraceWorkload(_Workload):
@@ -22,18 +26,18 @@ class PermutationWorkload(_Workload):
     """Every host sends one message to another host; a random derangement."""
 
     kind: Literal["permutation"] = "permutation"
-    size_bytes: int = Field(2_000_000, ge=1, description="bytes per message")
-    start_s: float = Field(0.0, ge=0, description="start time of every message, s")
+    size_bytes: int = Field(2_000_000, ge=1, le=MAX_MESSAGE_BYTES, description="bytes per message")
+    start_s: float = Field(0.0, ge=0, le=MAX_TIME_S, description="start time of every message, s")
 
 
 class IncastWorkload(_Workload):
     """``senders`` hosts send one message each to one receiver at the same time."""
 
     kind: Literal["incast"] = "incast"
-    senders: int = Field(8, ge=1, description="number of senders")
+    senders: int = Field(8, ge=1, le=10**6, description="number of senders")
     receiver: int = Field(0, ge=0, description="receiver host index")
-    size_bytes: int = Field(2_000_000, ge=1, description="bytes per message")
-    start_s: float = Field(0.0, ge=0, description="start time, s")
+    size_bytes: int = Field(2_000_000, ge=1, le=MAX_MESSAGE_BYTES, description="bytes per message")
+    start_s: float = Field(0.0, ge=0, le=MAX_TIME_S, description="start time, s")
 
 
 class LeafToLeafWorkload(_Workload):
@@ -43,8 +47,10 @@ class LeafToLeafWorkload(_Workload):
     src_leaf: int = Field(0, ge=0, description="sending leaf index")
     dst_leaf: int = Field(1, ge=0, description="receiving leaf index")
     hosts: int | None = Field(None, ge=1, description="senders (default: every host of the leaf)")
-    size_bytes: int = Field(4 * 1024**2, ge=1, description="bytes per message")
-    start_s: float = Field(0.0, ge=0, description="start time, s")
+    size_bytes: int = Field(
+        4 * 1024**2, ge=1, le=MAX_MESSAGE_BYTES, description="bytes per message"
+    )
+    start_s: float = Field(0.0, ge=0, le=MAX_TIME_S, description="start time, s")
 
 
 class KvCacheWorkload(_Workload):
@@ -60,13 +66,13 @@ class KvCacheWorkload(_Workload):
     requests: int = Field(1000, ge=1, le=10_000_000, description="number of requests")
     model: str = Field("llama-3-8b", description="model catalog name (KV bytes/token, GPU model)")
     kv_bytes_per_token: int | None = Field(
-        None, ge=1, description="KV-cache bytes per token, overriding the model's"
+        None, ge=1, le=2**30, description="KV-cache bytes per token, overriding the model's"
     )
     prompt: Literal["zipf", "fixed", "trace"] = Field("zipf", description="prompt lengths")
     prompt_theta: float = Field(0.7, ge=0, le=10, description="rank-Zipf exponent")
-    prompt_min_tokens: int = Field(1000, ge=1, description="rank-Zipf minimum, tokens")
-    prompt_max_tokens: int = Field(52_600, ge=1, description="rank-Zipf maximum, tokens")
-    prompt_tokens: int = Field(13_300, ge=1, description="fixed prompt length, tokens")
+    prompt_min_tokens: int = Field(1000, ge=1, le=10**9, description="rank-Zipf minimum, tokens")
+    prompt_max_tokens: int = Field(52_600, ge=1, le=10**9, description="rank-Zipf maximum, tokens")
+    prompt_tokens: int = Field(13_300, ge=1, le=10**9, description="fixed prompt length, tokens")
     prompt_path: str | None = Field(
         None, description="CSV of prompt_tokens (prompt: trace), used in file order, wrapping"
     )
@@ -147,7 +153,9 @@ class MoeWorkload(_Workload):
     experts: int | None = Field(
         None, ge=1, le=1_000_000, description="routed experts (default: model's, else 4 per GPU)"
     )
-    hidden_size: int | None = Field(None, ge=1, description="token hidden size (default 7168)")
+    hidden_size: int | None = Field(
+        None, ge=1, le=10**7, description="token hidden size (default 7168)"
+    )
     bytes_per_element: int | None = Field(
         None, ge=1, le=8, description="bytes per hidden element (default 1, FP8)"
     )
@@ -156,7 +164,7 @@ class MoeWorkload(_Workload):
     )
     gpus_per_server: int = Field(8, ge=1, description="NVLink domain: intra-server traffic removed")
     total_bytes_per_sender: int = Field(
-        4_000_000, ge=1, description="pure_zipf: T, bytes each sender sends"
+        4_000_000, ge=1, le=MAX_MESSAGE_BYTES, description="pure_zipf: T, bytes each sender sends"
     )
     trace_groups: dict[str, list[int]] | None = Field(
         None, description="chakra: process group name -> ranks (default: every rank)"
@@ -169,7 +177,7 @@ class MoeWorkload(_Workload):
         description="rate_based: count ACK bytes (nic.header_bytes per nic.ack_coalesce packets) "
         "in every port's load, so in M; auto: on when engine.kind is packet",
     )
-    start_s: float = Field(0.0, ge=0, description="dispatch start, s")
+    start_s: float = Field(0.0, ge=0, le=MAX_TIME_S, description="dispatch start, s")
 
     @model_validator(mode="after")
     def _needs_path(self) -> MoeWorkload:
@@ -185,9 +193,11 @@ class CollectiveWorkload(_Workload):
 
     kind: Literal["collective"] = "collective"
     op: Literal["ring_allreduce", "all_to_all"] = Field("ring_allreduce", description="collective")
-    size_bytes: int = Field(64 * 1024**2, ge=1, description="buffer size per host, bytes")
+    size_bytes: int = Field(
+        64 * 1024**2, ge=1, le=MAX_MESSAGE_BYTES, description="buffer size per host, bytes"
+    )
     hosts: list[int] | None = Field(None, description="participants (default: all hosts)")
-    start_s: float = Field(0.0, ge=0, description="start time, s")
+    start_s: float = Field(0.0, ge=0, le=MAX_TIME_S, description="start time, s")
 
 
 WorkloadConfig = Annotated[
