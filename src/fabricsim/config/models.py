@@ -153,7 +153,9 @@ class LbConfig(_Model):
     """How a flow or connection gets its source port or path."""
 
     policy: Literal["ecmp", "pinned", "qp_scaling", "ark", "ideal_spray"] = Field(
-        "ecmp", description="path policy"
+        "ecmp",
+        description="path policy; the per-flow ones (ecmp, pinned, qp_scaling, ark) mean "
+        "nic.packet_spraying_type none unless that key is set",
     )
     qp_count: int = Field(1, ge=1, le=1024, description="qp_scaling: connections per host pair")
     qp_mode: Literal["round_robin", "split"] = Field(
