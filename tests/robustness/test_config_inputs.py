@@ -49,6 +49,15 @@ CASES: dict[str, tuple] = {
         "duplicate key",
     ),
     "scenario is a directory": (lambda t: ["run", ".", "--out", "out"], "directory"),
+    "scenario is /dev/zero": (lambda t: ["run", "/dev/zero", "--out", "out"], "regular file"),
+    "scenario of 20 MB": (
+        lambda t: ["run", _write(t, "big.yaml", "# " + "x" * 20 * 1024**2 + "\n"), "--out", "o"],
+        "MiB",
+    ),
+    "set value nested deeply": (
+        lambda t: [*RUN, "--set", "topology.failed_links=" + "[" * 5000 + "]" * 5000],
+        "topology.failed_links",
+    ),
     "scenario is a list": (lambda t: _yaml(t, "- 1\n- 2\n"), "mapping"),
     "name escapes runs/": (
         lambda t: _yaml(t, "name: ../../../etc/x\nworkload: {kind: permutation}\n")[:2],
