@@ -1,11 +1,15 @@
 """Trace workloads: CSV/Parquet/htsim .cm reading, export, and the round trip."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
 import fabricsim
+import fabricsim.config
 from fabricsim.cli import main
 from fabricsim.errors import ConfigError
+from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S, MAX_TOTAL_BYTES
+from fabricsim.workloads.base import FlowTable, check_total_bytes
 from fabricsim.workloads.trace import read_htsim_cm, read_message_table, write_htsim_cm
 
 CM = """Nodes 16
@@ -40,7 +44,10 @@ def test_htsim_round_trip(tmp_path):
         ("Nodes 4\nConnections 1\n0->1 id 1 start 0 size 10 trigger 3\n", "trigger"),
         ("Nodes 4\nConnections 2\n0->1 id 1 start 0 size 10\n", "declares 2"),
         ("Nodes 4\nConnections 1\nzero to one\n", "cannot parse"),
-        ("Nodes 4\nConnections 1\n0->1 id 1 start 0 size 0\n", "size_bytes"),
+        (
+            "Nodes 4\nConnections 1\n0->1 id 1 start 0 size 0\n",
+            "line 3: size 0 is less than 1 byte",
+        ),
     ],
 )
 def test_bad_cm_files(tmp_path, text, needle):
@@ -86,3 +93,108 @@ def test_run_cm_trace_and_export_round_trip(tmp_path, capsys):
     csv = tmp_path / "perm.csv"
     assert main(["export-trace", "permutation", "--format", "csv", "--out", str(csv)]) == 0
     assert len(pd.read_csv(csv)) == 128
+
+
+# -- input bounds and strict parsing (issue 10) -----------------------------------------------
+HEADER = "src,dst,size_bytes,start_s\n"
+
+
+def _csv(tmp_path, rows: str, name: str = "t.csv"):
+    path = tmp_path / name
+    path.write_text(HEADER + rows)
+    return path
+
+
+def test_whole_floats_are_sizes_but_fractions_are_not(tmp_path):
+    df = read_message_table(_csv(tmp_path, "0,9,100.0,0\n1,2,1e6,0\n"))
+    assert df["size_bytes"].tolist() == [100, 1_000_000]
+    with pytest.raises(ConfigError, match=r"t\.csv: line 2: size_bytes 1\.5 is not a whole number"):
+        read_message_table(_csv(tmp_path, "0,9,1.5,0\n"))
+
+
+@pytest.mark.parametrize(
+    "row, needle",
+    [
+        (
+            "0,9,5000000000000000000,0",
+            r"line 2: size_bytes 5000000000000000000 is more than 2\*\*50",
+        ),
+        ("0,9,nan,0", "size_bytes nan is not a number"),
+        ("0,9,10,inf", "start_s inf is not finite"),
+        ("0,9,10,1e7", "start_s 1e7 is later than 1e\\+06 s"),
+        ("0,9,,0", "size_bytes is empty"),
+    ],
+)
+def test_values_outside_the_bounds(tmp_path, row, needle):
+    with pytest.raises(ConfigError, match=needle):
+        read_message_table(_csv(tmp_path, row + "\n"))
+
+
+def test_total_bytes_of_a_file_are_bounded(tmp_path):
+    rows = f"0,9,{MAX_MESSAGE_BYTES},0\n" * 4096
+    assert read_message_table(_csv(tmp_path, rows))["size_bytes"].sum() == MAX_TOTAL_BYTES
+    with pytest.raises(ConfigError, match="4097 messages carry .* in total, more than 2\\*\\*62"):
+        read_message_table(_csv(tmp_path, rows + "1,9,1,0\n"))
+
+
+def test_hosts_are_checked_with_their_line(tmp_path):
+    path = _csv(tmp_path, "0,9,10,0\nhost3,host16,10,0\n")
+    with pytest.raises(
+        ConfigError, match=r"line 3: dst host16 is outside the fabric \(hosts are 0\.\.15\)"
+    ):
+        read_message_table(path, hosts=16)
+
+
+def test_non_utf8_files_name_line_and_column(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_bytes(HEADER.encode() + b"0,9,1\xe9,0\n")
+    with pytest.raises(ConfigError, match=r"t\.csv: line 2, column 6: byte 0xe9 is not UTF-8"):
+        read_message_table(path)
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + HEADER.encode() + b"0,9,10,0\n")
+    assert read_message_table(bom)["size_bytes"].tolist() == [10]
+
+
+@pytest.mark.parametrize(
+    "lines, needle",
+    [
+        ("Nodes 16\nConnections 1\n0->1 start 0 size 100 junk\n", "line 3: 'junk' needs a value"),
+        ("Nodes 16\nConnections 1\n0->1 size 1 junk 2\n", "line 3: unknown word 'junk'"),
+        ("Nodes 16\nConnections abc\n0->1 size 1\n", "line 2: 'Connections' needs one whole"),
+        ("Nodes 16\nConnections\n0->1 size 1\n", "'Connections' needs .* got nothing"),
+        ("Connections 1\n0->1 start 1.2.3 size 1\n", "start '1.2.3' is not a number"),
+        ("Connections 1\n0->1 start nan size 1\n", "start nan is not a number"),
+        ("Connections 1\n0->1 start -1 size 1\n", "start -1 is negative"),
+        ("Connections 1\n0->1 start 2e12 size 1\n", "start 2e12 is later than 1e\\+12 us"),
+        ("Connections 1\n0->1 size 1e5\n", "size '1e5' is not a whole number"),
+        ("Connections 1\n0->1 size -5\n", "size -5 is less than 1 byte"),
+        ("Connections 1\n0->1 size 2 size 3\n", "'size' is given twice"),
+        ("Connections 1\n0->1 size 2 prio 1\n", "prio"),
+        ("Nodes 2\nConnections 1\n0->2 size 2\n", "node 2 is outside 'Nodes 2'"),
+        ("Connections 1\n0->1 size 2\nNodes 16\n", "must come before the connections"),
+        ("Failures 1\nConnections 1\n0->1 size 2\n", "not supported"),
+    ],
+)
+def test_cm_grammar_is_strict(tmp_path, lines, needle):
+    path = tmp_path / "bad.cm"
+    path.write_text(lines)
+    with pytest.raises(ConfigError, match=needle):
+        read_htsim_cm(path)
+
+
+def test_flow_table_bounds_every_workload():
+    sc = fabricsim.config.load_scenario("permutation")
+    FlowTable.build(sc, [0], [1], [MAX_MESSAGE_BYTES], [MAX_TIME_S])
+    for size, start, needle in [
+        ([MAX_MESSAGE_BYTES + 1], [0.0], "more than 2\\*\\*50"),
+        ([1e30], [0.0], "more than 2\\*\\*50"),  # would wrap in an int64 cast
+        ([float("nan")], [0.0], "is not a number"),
+        ([0], [0.0], "less than 1 byte"),
+        ([2.5], [0.0], "not a whole number"),
+        ([1], [float("inf")], "is not finite"),
+        ([1], [MAX_TIME_S * 2], "later than"),
+    ]:
+        with pytest.raises(ConfigError, match=needle):
+            FlowTable.build(sc, [0], [1], size, start)
+    with pytest.raises(ConfigError, match="2 flows carry .* in total"):
+        check_total_bytes(np.array([MAX_TOTAL_BYTES, 1], dtype=np.int64), "workload")

@@ -1,9 +1,16 @@
-"""The table of flows (flow engine) / messages (packet engine) every workload produces."""
+"""The table of flows (flow engine) / messages (packet engine) every workload produces.
+
+Every table is bounded where it is built, whatever the workload: each size is a whole number
+of bytes in ``1..MAX_MESSAGE_BYTES``, each start time finite in ``0..MAX_TIME_S``
+(:meth:`FlowTable.build`), and all sizes of a run together at most ``MAX_TOTAL_BYTES``
+(:func:`generate`), so no int64 sum or picosecond product can wrap.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,6 +19,49 @@ from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
 from fabricsim.rng import stream
 from fabricsim.topology.fabric import Fabric
+from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S, MAX_TOTAL_BYTES
+
+
+def power_of_two(n: int) -> str:
+    """``2**50 = 1125899906842624`` for a power of two, else the number (for messages)."""
+    if n > 0 and n & (n - 1) == 0:
+        return f"2**{n.bit_length() - 1} = {n}"
+    return str(n)
+
+
+def read_text(path: str | Path, field_name: str, shown: str | None = None) -> str:
+    """The text of a user's input file, or ConfigError naming ``field_name`` and the file.
+
+    The file must be a regular file in UTF-8 (a leading byte-order mark is dropped).  A byte
+    that is not UTF-8 is reported by line and column (both counted from 1).
+    """
+    p = Path(path)
+    name = shown if shown is not None else p.name
+    if not p.exists():
+        raise ConfigError(f"{field_name}: file not found: {p}")
+    if not p.is_file():
+        raise ConfigError(f"{field_name}: {name} is not a regular file")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{field_name}: cannot read {name}: {exc.strerror or exc}") from None
+    if data[:2] == b"\x1f\x8b":
+        raise ConfigError(f"{field_name}: {name} is gzip-compressed; decompress it first")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{field_name}: {name}: {_where_not_utf8(data, exc.start)}") from None
+
+
+def _where_not_utf8(data: bytes, pos: int) -> str:
+    """Where the first non-UTF-8 byte is, as a message."""
+    line = data.count(b"\n", 0, pos) + 1
+    line_start = data.rfind(b"\n", 0, pos) + 1
+    column = len(data[line_start:pos].decode("utf-8", errors="replace")) + 1
+    return (
+        f"line {line}, column {column}: byte 0x{data[pos]:02x} is not UTF-8 text "
+        "(save the file as UTF-8)"
+    )
 
 
 @dataclass(eq=False)
@@ -39,11 +89,16 @@ class FlowTable:
 
     @classmethod
     def build(cls, sc: Scenario, src, dst, size_bytes, start_s, **kw: Any) -> FlowTable:
-        """Validate columns and draw the source ports from the scenario's seed."""
+        """Validate columns and draw the source ports from the scenario's seed.
+
+        Sizes and start times are checked against the input bounds before any integer cast
+        (ConfigError naming the workload kind and the first bad flow).
+        """
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
-        size = np.asarray(size_bytes, dtype=np.int64)
-        start = np.asarray(start_s, dtype=np.float64)
+        where = f"workload ({sc.workload.kind})"
+        size = checked_sizes(np.asarray(size_bytes), where)
+        start = checked_starts(np.asarray(start_s, dtype=np.float64), where)
         n = len(src)
         if not (len(dst) == len(size) == len(start) == n):
             raise ValueError("flow columns must have equal lengths")
@@ -65,6 +120,72 @@ class FlowTable:
             raise ConfigError(f"{field_name}: flow {int(same[0])} sends to its own host")
 
 
+def checked_sizes(size: np.ndarray, where: str) -> np.ndarray:
+    """Sizes as int64 after checking each is a whole number of bytes in 1..MAX_MESSAGE_BYTES."""
+    if size.dtype.kind not in "iuf":
+        raise ConfigError(f"{where}: flow sizes must be numbers (got {size.dtype})")
+    vals = size.astype(np.float64)
+    checks = (
+        (np.isnan(vals), "is not a number"),
+        (np.isinf(vals), "is not finite"),
+        (vals < 1, "is less than 1 byte"),
+        (
+            vals > MAX_MESSAGE_BYTES,
+            f"is more than {power_of_two(MAX_MESSAGE_BYTES)} bytes, the largest message allowed",
+        ),
+        (vals != np.floor(vals), "is not a whole number of bytes"),
+    )
+    for bad, what in checks:
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ConfigError(f"{where}: flow {i} has size {_show(vals[i])} bytes, which {what}")
+    return size.astype(np.int64)
+
+
+def _show(value: float) -> str:
+    """A size for a message: all digits when whole (up to 1e18), else 6 significant digits."""
+    if np.isfinite(value) and value == np.floor(value) and abs(value) < 1e18:
+        return str(int(value))
+    return f"{value:.6g}"
+
+
+def checked_starts(start: np.ndarray, where: str) -> np.ndarray:
+    """Start times after checking each is finite and in 0..MAX_TIME_S seconds."""
+    checks = (
+        (np.isnan(start), "is not a number"),
+        (np.isinf(start), "is not finite"),
+        (start < 0, "is negative"),
+        (start > MAX_TIME_S, f"is later than {MAX_TIME_S:g} s, the longest simulated time"),
+    )
+    for bad, what in checks:
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ConfigError(f"{where}: flow {i} starts at {start[i]:.6g} s, which {what}")
+    return start
+
+
+def total_bytes(size: np.ndarray) -> int:
+    """The exact sum of non-negative int64 sizes, as a Python int.
+
+    Summed in two halves (the high bits above 2**31 and the low 31 bits), so neither int64
+    partial sum can wrap, whatever the sizes.
+    """
+    s = np.asarray(size, dtype=np.int64)
+    high = int(np.sum(s >> 31, dtype=np.int64))
+    low = int(np.sum(s & (2**31 - 1), dtype=np.int64))
+    return (high << 31) + low
+
+
+def check_total_bytes(size: np.ndarray, where: str, what: str = "flows") -> None:
+    """ConfigError if the sizes together exceed MAX_TOTAL_BYTES (an exact sum)."""
+    total = total_bytes(size)
+    if total > MAX_TOTAL_BYTES:
+        raise ConfigError(
+            f"{where}: the {len(size)} {what} carry {total} bytes in total, more than "
+            f"{power_of_two(MAX_TOTAL_BYTES)} bytes, the most one run may carry"
+        )
+
+
 WorkloadBuilder = Callable[[Scenario, Fabric], FlowTable]
 _REGISTRY: dict[str, WorkloadBuilder] = {}
 
@@ -80,10 +201,14 @@ def register(kind: str) -> Callable[[WorkloadBuilder], WorkloadBuilder]:
 
 
 def generate(sc: Scenario, fabric: Fabric) -> FlowTable:
-    """Build the scenario's flow table on ``fabric``."""
+    """Build the scenario's flow table on ``fabric``; refuse flows outside the input bounds."""
     kind = sc.workload.kind
     if kind not in _REGISTRY:
         raise ConfigError(f"workload.kind: '{kind}' is not available yet in this build")
     table = _REGISTRY[kind](sc, fabric)
     table.check_hosts(fabric)
+    where = f"workload ({kind})"
+    checked_sizes(table.size_bytes, where)
+    checked_starts(table.start_s, where)
+    check_total_bytes(table.size_bytes, where)
     return table

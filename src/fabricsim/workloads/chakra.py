@@ -32,6 +32,7 @@ Examples
 from __future__ import annotations
 
 import gzip
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +43,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
 from fabricsim.errors import ConfigError
+from fabricsim.units import MAX_MESSAGE_BYTES
+from fabricsim.workloads.base import power_of_two
 
 NODE_TYPES = (
     "INVALID_NODE",
@@ -308,8 +311,17 @@ def _int_attr(attrs: dict[str, Any], key: str, node: Any, fname: str) -> int:
         raise ConfigError(
             f"workload.path: {fname}: node {node.id} ({node.name or 'unnamed'}) lacks an integer {key}"
         )
+    node_is = f"workload.path: {fname}: node {node.id} has {key}={val}"
+    if isinstance(val, float) and not math.isfinite(val):
+        problem = "not a number" if math.isnan(val) else "not finite"
+        raise ConfigError(f"{node_is}, which is {problem}")
     if val < 0:
         raise ConfigError(f"workload.path: {fname}: node {node.id} has a negative {key} ({val})")
+    if val != int(val):
+        raise ConfigError(f"{node_is}, which is not a whole number")
+    if key == "comm_size" and val > MAX_MESSAGE_BYTES:
+        limit = power_of_two(MAX_MESSAGE_BYTES)
+        raise ConfigError(f"{node_is}, more than {limit}, the largest message in bytes")
     return int(val)
 
 

@@ -144,7 +144,9 @@ def kv_cache(sc: Scenario, fabric: Fabric) -> FlowTable:
     src, dst = random_pairs(stream(sc.seed, "kv_pairs"), prefill, decode, wl.requests)
     per_token = kv_bytes_per_token_of(wl)
     gpu = gpu_model_of(wl)
-    table = FlowTable.build(sc, src, dst, tokens * per_token, arrivals)
+    # float product: exact below 2**53, and build() refuses sizes above MAX_MESSAGE_BYTES
+    # instead of letting an int64 product wrap
+    table = FlowTable.build(sc, src, dst, tokens.astype(np.float64) * per_token, arrivals)
     table.extra.update(
         request_id=np.arange(wl.requests, dtype=np.int64),
         prompt_tokens=tokens.astype(np.int64),

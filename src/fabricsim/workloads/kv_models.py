@@ -22,9 +22,11 @@ offending field, so the command line reports it as bad input (exit code 2).
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass
 from os import PathLike
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -32,6 +34,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from fabricsim.errors import ConfigError
+from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S
+from fabricsim.workloads.base import power_of_two, read_text
 
 __all__ = [
     "CALIBRATION_GPU",
@@ -406,15 +410,23 @@ class FixedLength:
 
 
 def _read_csv_strings(path: str | PathLike[str], field: str) -> pd.DataFrame:
-    """Read a CSV without a header, every cell as a stripped string."""
+    """Read a UTF-8 CSV without a header, every cell as a stripped string."""
+    text = _read_file_text(path, field)
     try:
-        frame = pd.read_csv(path, header=None, dtype=str, keep_default_na=False)
+        frame = pd.read_csv(io.StringIO(text), header=None, dtype=str, keep_default_na=False)
     except pd.errors.EmptyDataError:
         raise ConfigError(f"{field}: {path}: file is empty") from None
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"{field}: {path}: cannot read CSV ({first})") from None
     return frame.apply(lambda col: col.str.strip())
+
+
+def _read_file_text(path: str | PathLike[str], field: str) -> str:
+    """The file's text; a missing, unreadable or non-UTF-8 file raises ConfigError."""
+    if not Path(path).exists():
+        raise ConfigError(f"{field}: {path}: cannot read CSV (file not found)")
+    return read_text(path, field, shown=str(path))
 
 
 def _first_bad(values: pd.Series, bad: npt.NDArray[np.bool_]) -> tuple[int, str]:
@@ -427,14 +439,27 @@ def _parse_int_column(values: pd.Series, field: str, path: object, column: str) 
     """Parse a column of strings as positive int64; row numbers are file lines."""
     if values.empty:
         raise ConfigError(f"{field}: {path}: no data rows in column {column!r}")
-    bad = ~values.str.fullmatch(_INT_PATTERN).to_numpy(dtype=bool)
+    bad = ~values.str.fullmatch(r"[+-]?\d+").to_numpy(dtype=bool)
     if bad.any():
         line, text = _first_bad(values, bad)
-        raise ConfigError(f"{field}: {path}: line {line}: {text!r} is not an integer")
-    parsed = values.map(int).to_numpy(dtype=np.int64)
+        problem = (
+            "is not a number" if text.lower() in ("nan", "+nan", "-nan") else "is not an integer"
+        )
+        raise ConfigError(f"{field}: {path}: line {line}: {text!r} {problem}")
+    fits = values.str.fullmatch(_INT_PATTERN).to_numpy(dtype=bool)
+    # a number too long for int64 stands in as one just past its bound, for the message below
+    stand_in = values.str.startswith("-").map({True: "-1", False: str(MAX_MESSAGE_BYTES + 1)})
+    parsed = values.where(fits, stand_in).map(int).to_numpy(dtype=np.int64)
     if (parsed <= 0).any():
         line, text = _first_bad(values, parsed <= 0)
         raise ConfigError(f"{field}: {path}: line {line}: {column} must be > 0 (got {text})")
+    if (parsed > MAX_MESSAGE_BYTES).any():
+        line, text = _first_bad(values, parsed > MAX_MESSAGE_BYTES)
+        raise ConfigError(
+            f"{field}: {path}: line {line}: {column} {text} is more than "
+            f"{power_of_two(MAX_MESSAGE_BYTES)} (a token's KV cache is at least 1 byte, and one "
+            "message at most that many bytes)"
+        )
     return parsed
 
 
@@ -732,14 +757,23 @@ _TABLE_COLUMNS = ("prompt_tokens", "prefill_s", "decode_s")
 
 
 def _parse_time_column(values: pd.Series, field: str, path: object, column: str) -> np.ndarray:
-    """Parse a column of strings as positive finite float64 times (s)."""
+    """Parse a column of strings as finite float64 times (s) in ``(0, MAX_TIME_S]``."""
     parsed = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(parsed) | (parsed <= 0)
-    if bad.any():
-        line, text = _first_bad(values, bad)
-        raise ConfigError(
-            f"{field}: {path}: line {line}: {column} must be a number > 0 (got {text!r})"
-        )
+    nan_text = values.str.lower().isin(("nan", "+nan", "-nan")).to_numpy(dtype=bool)
+    checks = (
+        (np.isnan(parsed) & ~nan_text, "must be a number > 0 (got {text!r})"),
+        (np.isnan(parsed), "{text!r} is not a number"),
+        (np.isinf(parsed), "{text!r} is not finite"),
+        (parsed <= 0, "must be a number > 0 (got {text!r})"),
+        (
+            parsed > MAX_TIME_S,
+            f"{{text}} s is more than {MAX_TIME_S:g} s, the longest simulated time",
+        ),
+    )
+    for bad, problem in checks:
+        if bad.any():
+            line, text = _first_bad(values, bad)
+            raise ConfigError(f"{field}: {path}: line {line}: {column} {problem.format(text=text)}")
     return parsed
 
 

@@ -30,7 +30,9 @@ The paper's 3 x 3 example (row maximum 3000, column maximum 4000):
 
 from __future__ import annotations
 
+import io
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +44,8 @@ from fabricsim.config.workloads import MoeWorkload
 from fabricsim.errors import ConfigError
 from fabricsim.rng import stream
 from fabricsim.topology.fabric import Fabric
-from fabricsim.workloads.base import FlowTable, register
+from fabricsim.units import MAX_MESSAGE_BYTES
+from fabricsim.workloads.base import FlowTable, power_of_two, read_text, register
 
 if TYPE_CHECKING:
     pass
@@ -205,7 +208,7 @@ def pure_zipf_matrix(n: int, total_bytes: float) -> np.ndarray:
 
 # -- files and validation ---------------------------------------------------------------------
 def check_matrix(matrix: Any, where: str = "workload.path") -> np.ndarray:
-    """Validate a demand matrix: 2-D, square, finite, non-negative, not all zero.
+    """Validate a demand matrix: 2-D, square, finite, in ``0..MAX_MESSAGE_BYTES``, not all zero.
 
     Raises
     ------
@@ -220,33 +223,70 @@ def check_matrix(matrix: Any, where: str = "workload.path") -> np.ndarray:
         raise ConfigError(f"{where}: the matrix must be square N x N (got shape {m.shape})")
     if m.shape[0] < 2:
         raise ConfigError(f"{where}: the matrix needs at least 2 GPUs (got {m.shape[0]})")
-    bad = np.argwhere(~np.isfinite(m))
-    if len(bad):
-        i, j = (int(x) for x in bad[0])
-        raise ConfigError(f"{where}: entry ({i}, {j}) is {m[i, j]} (entries must be finite)")
-    neg = np.argwhere(m < 0)
-    if len(neg):
-        i, j = (int(x) for x in neg[0])
-        raise ConfigError(f"{where}: entry ({i}, {j}) is negative ({m[i, j]:g}); demands are >= 0")
+    checks = (
+        (np.isnan(m), "is not a number; entries must be finite numbers"),
+        (np.isinf(m), "is not finite; entries must be finite numbers"),
+        (m < 0, "is negative; demands are >= 0"),
+        (m > MAX_MESSAGE_BYTES, f"is more than {power_of_two(MAX_MESSAGE_BYTES)} bytes, the limit"),
+    )
+    for bad, problem in checks:
+        if bad.any():
+            i, j = (int(x) for x in np.argwhere(bad)[0])
+            raise ConfigError(
+                f"{where}: entry ({i}, {j}) (GPU {i} -> GPU {j}) = {m[i, j]:.6g} {problem}"
+            )
     if not m.any():
         raise ConfigError(f"{where}: the matrix is all zeros (no traffic)")
     return m
 
 
 def load_matrix(path: str | Path) -> np.ndarray:
-    """Read a demand matrix from a CSV (comma-separated numbers, no header) or ``.npy`` file."""
+    """Read a demand matrix from a CSV (comma-separated numbers, no header, UTF-8) or ``.npy``
+    file; a bad CSV cell is reported by line and column, counted from 1."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"workload.path: file not found: {p}")
-    try:
-        if p.suffix.lower() == ".npy":
+    if p.suffix.lower() == ".npy":
+        try:
             data = np.load(p, allow_pickle=False)
-        else:
-            data = np.loadtxt(p, delimiter=",", dtype=np.float64, ndmin=2)
-    except Exception as exc:  # noqa: BLE001 - any reader failure is bad user input
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ConfigError(f"workload.path: cannot read {p.name} as a matrix: {first}") from None
+        except Exception as exc:  # noqa: BLE001 - any reader failure is bad user input
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ConfigError(f"workload.path: cannot read {p.name} as a matrix: {first}") from None
+    else:
+        data = _csv_matrix(read_text(p, "workload.path"), p.name)
     return check_matrix(data, f"workload.path: {p.name}")
+
+
+def _csv_matrix(text: str, name: str) -> np.ndarray:
+    if not text.strip():
+        raise ConfigError(f"workload.path: {name} is empty")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # loadtxt warns on odd input; we refuse it instead
+        try:
+            return np.loadtxt(io.StringIO(text), delimiter=",", dtype=np.float64, ndmin=2)
+        except ValueError:
+            why = _first_bad_cell(text)
+            raise ConfigError(f"workload.path: cannot read {name} as a matrix: {why}") from None
+
+
+def _first_bad_cell(text: str) -> str:
+    """Why a CSV is not a matrix of numbers: the first short/long line or non-number cell."""
+    width, first = None, 0
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0]
+        if not line.strip():
+            continue
+        cells = line.split(",")
+        if width is None:
+            width, first = len(cells), lineno
+        elif len(cells) != width:
+            return f"line {lineno} has {len(cells)} values, line {first} has {width}"
+        for column, cell in enumerate(cells, 1):
+            try:
+                float(cell)
+            except ValueError:
+                return f"line {lineno}, column {column}: {cell.strip()!r} is not a number"
+    return "not a matrix of comma-separated numbers"
 
 
 # -- normalization (the rate-based scheduler) -------------------------------------------------
@@ -422,7 +462,9 @@ def _file_matrix(wl: MoeWorkload, n: int) -> np.ndarray:
     else:
         d = load_matrix(wl.path)
         if wl.units == "tokens":
-            d = d * resolve_shape(wl, n).token_bytes
+            token_bytes = resolve_shape(wl, n).token_bytes
+            where = f"workload.path: {Path(wl.path).name} (x {token_bytes} bytes per token)"
+            d = check_matrix(d * token_bytes, where)
     if len(d) != n:
         raise ConfigError(
             f"workload.path: the matrix is {len(d)} x {len(d)} but the fabric/workload has {n} "

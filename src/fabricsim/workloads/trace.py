@@ -1,8 +1,25 @@
-"""User traffic from a file: CSV/Parquet message tables, or htsim connection matrices (.cm)."""
+"""User traffic from a file: CSV/Parquet message tables, or htsim connection matrices (.cm).
+
+Every value is checked where it enters, and a bad one is refused with one line naming the file
+and the line (CSV, ``.cm``) or row (Parquet) and the column:
+
+* ``src``/``dst``: a host, ``hostN`` or ``N``; the two must differ;
+* ``size_bytes``: a whole number of bytes, ``1 .. MAX_MESSAGE_BYTES`` (a float that is exactly
+  whole, such as ``100.0`` or ``1e6``, is accepted in CSV/Parquet; ``1.5`` is refused);
+* ``start_s``: finite, ``0 .. MAX_TIME_S`` seconds (``.cm`` files give it in microseconds);
+* ``id`` (optional): unique whole numbers;
+* all messages together: at most ``MAX_TOTAL_BYTES``.
+
+Files must be UTF-8.  An htsim ``.cm`` line is ``A->B [id N] [start T] size S`` after the
+``Nodes``/``Connections`` header; anything else (triggers, failures, priorities, trailing
+words) is refused, never skipped.
+"""
 
 from __future__ import annotations
 
+import io
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -12,135 +29,377 @@ from fabricsim.config.models import Scenario
 from fabricsim.config.workloads import TraceWorkload
 from fabricsim.errors import ConfigError
 from fabricsim.topology.fabric import Fabric
-from fabricsim.workloads.base import FlowTable, register
-
-REQUIRED = ("src", "dst", "size_bytes", "start_s")
-_CM_LINE = re.compile(
-    r"^\s*(\d+)\s*->\s*(\d+)(?:\s+id\s+(\d+))?(?:\s+start\s+([0-9.eE+-]+))?\s+size\s+(\d+)"
+from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S
+from fabricsim.workloads.base import (
+    FlowTable,
+    check_total_bytes,
+    power_of_two,
+    read_text,
+    register,
 )
 
+REQUIRED = ("src", "dst", "size_bytes", "start_s")
+FIELD = "workload.path"
+_NAN_WORDS = {"nan", "+nan", "-nan"}
+_INT64_LIMIT = 2.0**63  # ids and host numbers must fit int64 (a representation limit)
 
-def read_message_table(path: str | Path) -> pd.DataFrame:
-    """Read and check a CSV/Parquet/.cm message table; columns src, dst, size_bytes, start_s, id."""
+
+@dataclass
+class _Source:
+    """Where the table came from, to name a cell in messages (``t.csv: line 3: size_bytes``)."""
+
+    fname: str
+    unit: str  # "line" or "row"
+    numbers: np.ndarray  # the line/row number of each table row
+    names: dict[str, str] = field(default_factory=dict)  # column -> its name in the file
+    start_scale: float = 1.0  # the file's unit of start times, in seconds
+    start_unit: str = "s"
+
+    def at(self, i: int, column: str) -> str:
+        name = self.names.get(column, column)
+        return f"{FIELD}: {self.fname}: {self.unit} {int(self.numbers[i])}: {name}"
+
+
+def read_message_table(path: str | Path, hosts: int | None = None) -> pd.DataFrame:
+    """Read and check a CSV/Parquet/.cm message table; columns src, dst, size_bytes, start_s, id.
+
+    With ``hosts``, every ``src``/``dst`` must also be one of the fabric's hosts ``0..hosts-1``.
+    """
     p = Path(path)
     if not p.exists():
-        raise ConfigError(f"workload.path: file not found: {p}")
+        raise ConfigError(f"{FIELD}: file not found: {p}")
+    if not p.is_file():
+        raise ConfigError(f"{FIELD}: {p.name} is not a regular file")
     if p.suffix.lower() == ".cm":
-        return read_htsim_cm(p)
-    try:
-        df = pd.read_parquet(p) if p.suffix.lower() in (".parquet", ".pq") else pd.read_csv(p)
-    except Exception as exc:  # noqa: BLE001 - any reader failure is bad user input
-        raise ConfigError(f"workload.path: cannot read {p}: {str(exc).splitlines()[0]}") from None
+        return read_htsim_cm(p, hosts)
+    if p.suffix.lower() in (".parquet", ".pq"):
+        df, src = _read_parquet(p)
+    else:
+        df, src = _read_csv(p)
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise ConfigError(
-            f"workload.path: {p.name} lacks column(s) {', '.join(missing)} "
+            f"{FIELD}: {p.name} lacks column(s) {', '.join(missing)} "
             f"(needs {', '.join(REQUIRED)}, optional id)"
         )
     if len(df) == 0:
-        raise ConfigError(f"workload.path: {p.name} has no messages")
-    return _check_table(df, p.name)
+        raise ConfigError(f"{FIELD}: {p.name} has no messages")
+    return _check_table(df, src, hosts)
 
 
-def _host_index(col: pd.Series, name: str, fname: str) -> np.ndarray:
-    if not pd.api.types.is_numeric_dtype(col):
-        text = col.astype(str).str.replace("host", "", regex=False)
-        if not text.str.fullmatch(r"\d+").all():
-            bad = col[~text.str.fullmatch(r"\d+")].iloc[0]
-            raise ConfigError(f"workload.path: {fname}: {name} '{bad}' is not a host (hostN or N)")
-        return text.astype(np.int64).to_numpy()
-    return _numeric(col, name, fname, integer=True).astype(np.int64)
-
-
-def _numeric(col: pd.Series, name: str, fname: str, integer: bool = False) -> np.ndarray:
-    vals = pd.to_numeric(col, errors="coerce")
-    if vals.isna().any():
-        row = int(np.flatnonzero(vals.isna().to_numpy())[0])
-        raise ConfigError(
-            f"workload.path: {fname}: row {row}: {name} {str(col.iloc[row])!r} is not a number"
+def _read_csv(p: Path) -> tuple[pd.DataFrame, _Source]:
+    """Every cell as stripped text; blank lines dropped; line numbers kept for messages."""
+    text = read_text(p, FIELD)
+    try:
+        raw = pd.read_csv(
+            io.StringIO(text), header=None, dtype=str, keep_default_na=False, skip_blank_lines=False
         )
-    arr = vals.to_numpy(dtype=np.float64)
-    if integer and np.any(arr != np.round(arr)):
-        raise ConfigError(f"workload.path: {fname}: {name} must be integers")
-    return arr
+    except pd.errors.EmptyDataError:
+        raise ConfigError(f"{FIELD}: {p.name} is empty (needs a header line)") from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise ConfigError(f"{FIELD}: {p.name} is not a valid CSV table: {_first(exc)}") from None
+    raw = raw.apply(lambda col: col.str.strip())
+    header = [str(c) for c in raw.iloc[0]]
+    dup = [c for c in REQUIRED + ("id",) if header.count(c) > 1]
+    if dup:
+        raise ConfigError(f"{FIELD}: {p.name}: column {dup[0]} appears twice in the header")
+    body = raw.iloc[1:]
+    body.columns = header
+    body = body[(body != "").any(axis=1)]
+    return body, _Source(p.name, "line", body.index.to_numpy() + 1)
 
 
-def _check_table(df: pd.DataFrame, fname: str) -> pd.DataFrame:
+def _read_parquet(p: Path) -> tuple[pd.DataFrame, _Source]:
+    try:
+        df = pd.read_parquet(p)
+    except Exception as exc:  # noqa: BLE001 - any reader failure is bad user input
+        raise ConfigError(
+            f"{FIELD}: {p.name} is not a readable Parquet file: {_first(exc)}"
+        ) from None
+    df = df.reset_index(drop=True)
+    df.columns = [str(c) for c in df.columns]
+    return df, _Source(p.name, "row", np.arange(1, len(df) + 1))
+
+
+def _first(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# -- columns ----------------------------------------------------------------------------------
+def _numbers(col: pd.Series, name: str, src: _Source, what: str = "a number") -> np.ndarray:
+    """The column as finite numbers (int64 or float64); text cells must parse."""
+    if pd.api.types.is_bool_dtype(col):
+        raise ConfigError(f"{FIELD}: {src.fname}: column {name} holds true/false, not numbers")
+    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_complex_dtype(col):
+        if col.dtype.kind == "i" and not col.isna().any():
+            vals = col.to_numpy(dtype=np.int64)
+        else:
+            vals = col.to_numpy(dtype=np.float64, na_value=np.nan)
+    elif pd.api.types.is_string_dtype(col) or col.dtype == object:
+        vals = _parse_text(col.astype(str).str.strip(), name, src, what)
+    else:
+        raise ConfigError(
+            f"{FIELD}: {src.fname}: column {name} has type {col.dtype}; it must hold numbers"
+        )
+    if vals.dtype.kind == "f":
+        for bad, problem in (
+            (np.isnan(vals), "is not a number"),
+            (np.isinf(vals), "is not finite"),
+        ):
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ConfigError(f"{src.at(i, name)} {_cell(col, i)} {problem}")
+    return vals
+
+
+def _parse_text(text: pd.Series, name: str, src: _Source, what: str) -> np.ndarray:
+    """Numbers from text cells; a cell that is neither a number nor ``nan`` is refused."""
+    vals = pd.to_numeric(text, errors="coerce").to_numpy()
+    if vals.dtype.kind == "i":
+        return vals
+    vals = vals.astype(np.float64)
+    bad = np.isnan(vals) & ~text.str.lower().isin(_NAN_WORDS).to_numpy(dtype=bool)
+    if bad.any():
+        i = int(np.argmax(bad))
+        if text.iloc[i] == "":
+            raise ConfigError(f"{src.at(i, name)} is empty")
+        raise ConfigError(f"{src.at(i, name)} {_clip(text.iloc[i])!r} is not {what}")
+    return vals
+
+
+def _cell(col: pd.Series, i: int) -> str:
+    return _clip(str(col.iloc[i]).strip())
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    """Text short enough to quote in a one-line message."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _refuse_first(bad: np.ndarray, col: pd.Series, name: str, src: _Source, problem: str) -> None:
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ConfigError(f"{src.at(i, name)} {_cell(col, i)} {problem}")
+
+
+def _whole(
+    vals: np.ndarray,
+    col: pd.Series,
+    name: str,
+    src: _Source,
+    problem: str = "is not a whole number",
+) -> np.ndarray:
+    """int64 of numbers already checked to be in int64 range; floats that are not whole refused."""
+    if vals.dtype.kind == "f":
+        _refuse_first(vals != np.floor(vals), col, name, src, problem)
+    return vals.astype(np.int64)
+
+
+def _host_column(col: pd.Series, name: str, src: _Source, hosts: int | None) -> np.ndarray:
+    """Host numbers from ``hostN`` or ``N`` cells."""
+    allowed = f"hosts are 0..{hosts - 1}" if hosts else "hosts are hostN or N, N >= 0"
+    numbers = col
+    if not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+        text = col.astype(str).str.strip()
+        named = text.str.fullmatch(r"host\d+").to_numpy(dtype=bool)
+        numbers = text.where(~named, text.str.slice(4))
+    vals = _numbers(numbers, name, src, f"a host ({allowed})")
+    f = vals.astype(np.float64)
+    _refuse_first((f < 0) | (f >= _INT64_LIMIT), col, name, src, f"is not a host ({allowed})")
+    ints = _whole(vals, col, name, src, f"is not a host ({allowed})")
+    if hosts is not None:
+        _refuse_first(ints >= hosts, col, name, src, f"is outside the fabric ({allowed})")
+    return ints
+
+
+def _size_column(col: pd.Series, src: _Source) -> np.ndarray:
+    name = "size_bytes"
+    vals = _numbers(col, name, src)
+    f = vals.astype(np.float64)
+    _refuse_first(f < 1, col, name, src, "is less than 1 byte (sizes are whole bytes, at least 1)")
+    limit = power_of_two(MAX_MESSAGE_BYTES)
+    _refuse_first(
+        f > MAX_MESSAGE_BYTES, col, name, src, f"is more than {limit} bytes, the largest message"
+    )
+    problem = "is not a whole number of bytes (exactly whole values such as 100.0 are accepted)"
+    return _whole(vals, col, name, src, problem)
+
+
+def _start_column(col: pd.Series, src: _Source) -> np.ndarray:
+    name = "start_s"
+    limit = f"{MAX_TIME_S / src.start_scale:g} {src.start_unit}"
+    if src.start_scale != 1.0:
+        limit += f" ({MAX_TIME_S:g} s)"
+    vals = _numbers(col, name, src).astype(np.float64)
+    _refuse_first(vals < 0, col, name, src, f"is negative (start times are 0..{limit})")
+    seconds = vals * src.start_scale
+    late = seconds > MAX_TIME_S
+    _refuse_first(late, col, name, src, f"is later than {limit}, the longest simulated time")
+    return seconds
+
+
+def _id_column(col: pd.Series, src: _Source) -> np.ndarray:
+    vals = _numbers(col, "id", src)
+    f = vals.astype(np.float64)
+    too_big = (f < -_INT64_LIMIT) | (f >= _INT64_LIMIT)
+    _refuse_first(too_big, col, "id", src, "does not fit a 64-bit integer")
+    ids = _whole(vals, col, "id", src)
+    dup = pd.Series(ids).duplicated().to_numpy()
+    _refuse_first(dup, col, "id", src, "is used twice (id values must be unique)")
+    return ids
+
+
+def _check_table(df: pd.DataFrame, src: _Source, hosts: int | None = None) -> pd.DataFrame:
+    """Checked columns, sorted by (start_s, id)."""
     out = pd.DataFrame(
         {
-            "src": _host_index(df["src"], "src", fname),
-            "dst": _host_index(df["dst"], "dst", fname),
-            "size_bytes": _numeric(df["size_bytes"], "size_bytes", fname, True).astype(np.int64),
-            "start_s": _numeric(df["start_s"], "start_s", fname),
+            "src": _host_column(df["src"], "src", src, hosts),
+            "dst": _host_column(df["dst"], "dst", src, hosts),
+            "size_bytes": _size_column(df["size_bytes"], src),
+            "start_s": _start_column(df["start_s"], src),
         }
     )
-    out["id"] = (
-        _numeric(df["id"], "id", fname, True).astype(np.int64) if "id" in df else np.arange(len(df))
-    )
-    if (out["size_bytes"] <= 0).any():
-        raise ConfigError(f"workload.path: {fname}: size_bytes must be >= 1")
-    if (out["start_s"] < 0).any():
-        raise ConfigError(f"workload.path: {fname}: start_s must be >= 0")
-    if out["id"].duplicated().any():
-        raise ConfigError(f"workload.path: {fname}: id values must be unique")
+    out["id"] = _id_column(df["id"], src) if "id" in df else np.arange(len(df))
+    same = (out["src"] == out["dst"]).to_numpy()
+    if same.any():
+        i = int(np.argmax(same))
+        raise ConfigError(
+            f"{FIELD}: {src.fname}: {src.unit} {int(src.numbers[i])}: src and dst are the same "
+            f"host ({int(out['src'].iloc[i])}); a message must go to another host"
+        )
+    check_total_bytes(out["size_bytes"].to_numpy(), f"{FIELD}: {src.fname}", "messages")
     return out.sort_values(["start_s", "id"], kind="stable").reset_index(drop=True)
 
 
-def read_htsim_cm(path: Path) -> pd.DataFrame:
+# -- htsim connection matrices ----------------------------------------------------------------
+_CM_PAIR = re.compile(r"^([0-9]{1,18})\s*->\s*([0-9]{1,18})(?:\s+(.*))?$")
+_CM_KEYS = {"id": "id", "start": "start_s", "size": "size_bytes"}
+_CM_UNSUPPORTED = {
+    "trigger": "trigger/failure lines are not supported (triggered flows)",
+    "send_done_trigger": "trigger/failure lines are not supported (triggered flows)",
+    "recv_done_trigger": "trigger/failure lines are not supported (triggered flows)",
+    "addon": "trigger/failure lines are not supported (triggered flows)",
+    "prio": "priorities (prio) are not modelled; remove them",
+}
+_CM_HEADERS = ("nodes", "connections", "triggers", "failures")
+_CM_SHAPE = "a connection is 'A->B [id N] [start T] size S', T in microseconds"
+
+
+@dataclass
+class _CmFile:
+    """What a .cm file says, as text cells (checked by :func:`_check_table`)."""
+
+    name: str
+    header: dict[str, int] = field(default_factory=dict)
+    rows: list[dict[str, str]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+
+    def fail(self, lineno: int, problem: str) -> ConfigError:
+        return ConfigError(f"{FIELD}: {self.name}: line {lineno}: {problem}")
+
+
+def read_htsim_cm(path: Path, hosts: int | None = None) -> pd.DataFrame:
     """Read an htsim connection matrix: ``Nodes N``, ``Connections C``, then ``a->b ... size S``.
 
-    Start times are microseconds in the file; trigger-based flows and failure lines are refused.
+    Start times are microseconds in the file; trigger-based flows, failure lines, priorities
+    and any word the format does not define are refused.
     """
-    rows: list[tuple[int, int, int, float, int]] = []
-    declared: int | None = None
-    for lineno, raw in enumerate(path.read_text().splitlines(), 1):
+    path = Path(path)
+    cm = _CmFile(path.name)
+    for lineno, raw in enumerate(read_text(path, FIELD).splitlines(), 1):
         line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        head = line.split()[0].lower()
-        if head in ("nodes", "triggers", "failures"):
-            if head == "failures" and len(line.split()) > 1 and line.split()[1] != "0":
-                raise ConfigError(
-                    f"workload.path: {path.name}:{lineno}: failure lines are not supported"
-                )
-            continue
-        if head == "connections":
-            declared = int(line.split()[1])
-            continue
-        if "trigger" in line or line.lower().startswith("failure"):
-            raise ConfigError(
-                f"workload.path: {path.name}:{lineno}: trigger/failure lines are not supported"
-            )
-        m = _CM_LINE.match(line)
-        if not m:
-            raise ConfigError(f"workload.path: {path.name}:{lineno}: cannot parse {line!r}")
-        src, dst, fid, start, size = m.groups()
-        rows.append(
-            (
-                int(src),
-                int(dst),
-                int(size),
-                float(start or 0) * 1e-6,
-                int(fid) if fid else len(rows),
-            )
-        )
-    if not rows:
-        raise ConfigError(f"workload.path: {path.name} has no connections")
-    if declared is not None and declared != len(rows):
+        if line and not line.startswith("#"):
+            _cm_line(cm, lineno, line)
+    if not cm.rows:
+        raise ConfigError(f"{FIELD}: {path.name} has no connections")
+    declared = cm.header.get("connections")
+    if declared is not None and declared != len(cm.rows):
         raise ConfigError(
-            f"workload.path: {path.name} declares {declared} connections, has {len(rows)}"
+            f"{FIELD}: {path.name} declares {declared} connections, has {len(cm.rows)}"
         )
-    df = pd.DataFrame(rows, columns=["src", "dst", "size_bytes", "start_s", "id"])
-    return _check_table(df, path.name)
+    df = pd.DataFrame(cm.rows, columns=["src", "dst", "size_bytes", "start_s", "id"])
+    src = _Source(
+        path.name,
+        "line",
+        np.asarray(cm.lines),
+        names={"size_bytes": "size", "start_s": "start"},
+        start_scale=1e-6,
+        start_unit="us",
+    )
+    return _check_table(df, src, hosts)
+
+
+def _cm_line(cm: _CmFile, lineno: int, line: str) -> None:
+    words = line.split()
+    head = words[0].lower()
+    if head in _CM_HEADERS:
+        _cm_header(cm, lineno, words)
+    elif head in ("trigger", "failure"):
+        raise cm.fail(lineno, "trigger/failure lines are not supported")
+    elif m := _CM_PAIR.match(line):
+        _cm_connection(cm, lineno, m)
+    else:
+        raise cm.fail(lineno, f"cannot parse {_clip(line)!r} ({_CM_SHAPE})")
+
+
+def _cm_header(cm: _CmFile, lineno: int, words: list[str]) -> None:
+    key, shown = words[0].lower(), words[0]
+    if len(words) != 2 or not re.fullmatch(r"[0-9]{1,18}", words[1]):
+        got = "nothing" if len(words) == 1 else repr(_clip(" ".join(words[1:])))
+        raise cm.fail(
+            lineno, f"'{shown}' needs one whole number >= 0 (e.g. '{shown} 16'), got {got}"
+        )
+    if key in cm.header:
+        raise cm.fail(lineno, f"'{shown}' is given twice")
+    if cm.rows:
+        raise cm.fail(lineno, f"'{shown}' must come before the connections")
+    value = int(words[1])
+    if key in ("triggers", "failures") and value:
+        raise cm.fail(lineno, "trigger/failure lines are not supported")
+    cm.header[key] = value
+
+
+def _cm_connection(cm: _CmFile, lineno: int, m: re.Match[str]) -> None:
+    row = {"src": m[1], "dst": m[2]}
+    nodes = cm.header.get("nodes")
+    for node in (int(m[1]), int(m[2])):
+        if nodes is not None and node >= nodes:
+            raise cm.fail(
+                lineno, f"node {node} is outside 'Nodes {nodes}' (nodes are 0..{nodes - 1})"
+            )
+    words = (m[3] or "").split()
+    if len(words) % 2:
+        raise cm.fail(lineno, f"{_clip(words[-1])!r} needs a value ({_CM_SHAPE})")
+    for key, value in zip(words[::2], words[1::2], strict=True):
+        if key in _CM_UNSUPPORTED:
+            raise cm.fail(lineno, _CM_UNSUPPORTED[key])
+        if key not in _CM_KEYS:
+            raise cm.fail(lineno, f"unknown word {_clip(key)!r} ({_CM_SHAPE})")
+        if _CM_KEYS[key] in row:
+            raise cm.fail(lineno, f"'{key}' is given twice")
+        if key in ("id", "size") and not re.fullmatch(r"[+-]?[0-9]+", value):
+            shown = _clip(value)
+            raise cm.fail(lineno, f"{key} {shown!r} is not a whole number (write digits only)")
+        row[_CM_KEYS[key]] = value
+    if "size_bytes" not in row:
+        raise cm.fail(lineno, f"the connection has no size ({_CM_SHAPE})")
+    row.setdefault("start_s", "0")
+    row.setdefault("id", str(len(cm.rows)))
+    cm.rows.append(row)
+    cm.lines.append(lineno)
 
 
 def write_htsim_cm(df: pd.DataFrame, path: str | Path, nodes: int) -> None:
-    """Write messages (src, dst, size_bytes, start_s, id) as an htsim connection matrix."""
+    """Write messages (src, dst, size_bytes, start_s, id) as an htsim connection matrix.
+
+    Start times are written in microseconds with every digit a float needs (no rounding).
+    """
     lines = [f"Nodes {nodes}", f"Connections {len(df)}"]
     cols = zip(df["src"], df["dst"], df["id"], df["start_s"], df["size_bytes"], strict=True)
     for src, dst, fid, start_s, size in cols:
         lines.append(
-            f"{int(src)}->{int(dst)} id {int(fid)} start {float(start_s) * 1e6:.6g} size {int(size)}"
+            f"{int(src)}->{int(dst)} id {int(fid)} start {float(start_s) * 1e6!r} size {int(size)}"
         )
     Path(path).write_text("\n".join(lines) + "\n")
 
@@ -149,7 +408,7 @@ def write_htsim_cm(df: pd.DataFrame, path: str | Path, nodes: int) -> None:
 def trace(sc: Scenario, fabric: Fabric) -> FlowTable:
     wl = sc.workload
     assert isinstance(wl, TraceWorkload)
-    df = read_message_table(wl.path)
+    df = read_message_table(wl.path, fabric.num_hosts)
     table = FlowTable.build(sc, df["src"], df["dst"], df["size_bytes"], df["start_s"])
     table.extra["trace_id"] = df["id"].to_numpy()
     table.check_hosts(fabric, "workload.path")
