@@ -168,3 +168,25 @@ def test_ecmp_math_cli_reference_numbers(capsys) -> None:
     assert main(["ecmp-math", "--flows", "8", "--uplinks", "8", "--qp-scaling", "16"]) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if "slowdown" in ln)
     assert round(float(line.split()[-1]), 2) == 1.37
+
+
+def test_parallel_uplinks_are_counted_one_by_one() -> None:
+    res = _collision(1, **{"topology.parallel_links": 2})
+    row = diagnose(res).uplink_steps.iloc[0]
+    links = Counter(p.split(">")[1] for p in res.flows["path"])  # "spine3" or "spine3#1"
+    assert (row["switch"], row["flows"], row["uplinks"]) == ("leaf0", 8, 16)
+    assert row["idle_uplinks"] == 16 - len(links)
+    assert row["max_over_mean"] == pytest.approx(max(links.values()) * 16 / 8)
+    assert links[row["busiest"]] == max(links.values())
+
+
+def test_diagnose_of_a_directory_names_a_corrupt_file(tmp_path) -> None:
+    from fabricsim.errors import ConfigError
+
+    _collision(1).save(tmp_path)
+    (tmp_path / "flows.parquet").write_bytes(b"not parquet")
+    with pytest.raises(ConfigError, match="flows.parquet: not a readable Parquet table"):
+        diagnose(tmp_path)
+    (tmp_path / "flows.parquet").unlink()
+    with pytest.raises(ConfigError, match="flows.parquet: missing"):
+        diagnose(tmp_path)

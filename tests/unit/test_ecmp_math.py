@@ -20,6 +20,7 @@ from fabricsim.analysis.ecmp_math import (
     max_load_distribution,
     monte_carlo_collision_stats,
 )
+from fabricsim.errors import ConfigError
 
 # --------------------------------------------------------------------------- reference values
 
@@ -316,3 +317,73 @@ def test_docstring_examples_run() -> None:
     result = doctest.testmod(ecmp_math)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+# --------------------------------------------------------------------------- bounds and methods
+
+
+@pytest.mark.parametrize(
+    ("balls", "bins"),
+    [(300, 2), (250, 7), (256, 16), (300, 64), (300, 65), (300, 300), (200, 1000), (50, 10**6)],
+)
+def test_numeric_method_matches_exact(balls: int, bins: int) -> None:
+    """The float64 method against exact rationals, on cases both can do."""
+    exact = max_load_distribution(balls, bins)
+    numeric = ecmp_math._numeric_stats(balls, bins, 1, balls)
+    assert numeric.method == "numeric"
+    for k, p in exact.items():
+        if p >= Fraction(1, 10**300):
+            assert numeric.max_load_distribution[k] == pytest.approx(float(p), rel=2e-9), k
+        else:
+            assert numeric.max_load_distribution.get(k, 0.0) == 0.0, k
+    stats = ecmp_collision_stats(balls, bins)
+    for name in ("expected_max_load", "efficiency", "expected_idle_uplinks", "p_no_collision"):
+        assert getattr(numeric, name) == pytest.approx(getattr(stats, name), rel=1e-11), name
+    assert math.fsum(numeric.max_load_distribution.values()) == pytest.approx(1.0, abs=1e-11)
+
+
+def test_large_case_switches_to_numeric_and_stays_fast() -> None:
+    start = time.perf_counter()
+    stats = ecmp_collision_stats(100_000, 64)
+    assert time.perf_counter() - start < 5.0
+    assert stats.method == "numeric" and stats.to_dict()["method"] == "numeric"
+    dist = stats.max_load_distribution
+    assert min(dist) == 1563 and math.fsum(dist.values()) == pytest.approx(1.0, abs=1e-11)
+    # the busiest of 64 binomial(1e5, 1/64) loads: about mean + 2.4 sd
+    assert 1650 < stats.expected_max_load < 1665
+    assert stats.slowdown == pytest.approx(stats.expected_max_load * 64 / 100_000)
+
+
+def test_small_cases_stay_exact_and_keep_their_dict() -> None:
+    for balls, bins in [(8, 8), (300, 300), (1000, 2), (300, 10**9), (5000, 1)]:
+        assert ecmp_collision_stats(balls, bins).method == "exact", (balls, bins)
+    assert "method" not in ecmp_collision_stats(8, 8).to_dict()
+    assert ecmp_collision_stats(5000, 1).max_load_distribution == {5000: 1.0}
+
+
+@pytest.mark.parametrize(
+    ("flows", "uplinks", "qp"), [(10**6, 64, 1), (10**12, 8, 1), (5000, 10**7, 1), (10**5, 8, 64)]
+)
+def test_past_both_bounds_is_refused_at_once(flows: int, uplinks: int, qp: int) -> None:
+    start = time.perf_counter()
+    with pytest.raises(ConfigError, match="^--flows/--uplinks: .* past what ecmp-math computes"):
+        ecmp_collision_stats(flows, uplinks, qp_scaling=qp)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_work_estimates_order_the_methods() -> None:
+    assert ecmp_math.exact_work(300, 300) <= ecmp_math.EXACT_WORK_MAX
+    assert ecmp_math.exact_work(1000, 64) > ecmp_math.EXACT_WORK_MAX
+    assert ecmp_math.exact_work(ecmp_math.EXACT_MAX_BALLS + 1, 2) == math.inf
+    assert ecmp_math.numeric_work(100_000, 64) <= ecmp_math.NUMERIC_WORK_MAX
+    assert ecmp_math.numeric_work(10**6, 64) > ecmp_math.NUMERIC_WORK_MAX
+    assert ecmp_math.numeric_work(10, ecmp_math.NUMERIC_MAX_UPLINKS + 1) == math.inf
+
+
+def test_monte_carlo_trials_are_bounded() -> None:
+    with pytest.raises(ConfigError, match=r"^--monte-carlo: at most 937500 trials"):
+        monte_carlo_collision_stats(8, 8, trials=10**8)
+    with pytest.raises(ConfigError, match="--monte-carlo"):
+        monte_carlo_collision_stats(10**8, 64, trials=1)
+    mc = monte_carlo_collision_stats(8, 8, trials=1000)
+    assert mc.method == "monte_carlo" and mc.to_dict()["method"] == "monte_carlo"

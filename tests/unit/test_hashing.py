@@ -92,3 +92,59 @@ def test_salts_depend_on_seed_and_mode():
     c = Router.build(FAT8, seed=1, salt_mode="shared").salts
     assert not np.array_equal(a, b)
     assert len(np.unique(c)) == 1
+
+
+def test_stage_ports_groups_ports_like_the_hash():
+    from fabricsim.routing.hashing import switch_hash
+    from fabricsim.routing.inverse import stage_ports
+
+    out = stage_ports(7, 0x0A000001, 0x0A000002, 4791, 17, "crc32Offset", 99, tier=2)
+    crc = np.uint32(base_crc(0x0A000001, 0x0A000002, 4791, 17)) ^ PORT_TABLE
+    member = switch_hash(crc, "crc32Offset", 99, 2) % np.uint32(7)
+    for m in range(7):
+        assert out["paths"][f"member{m}"]["ports"] == np.flatnonzero(member == m).tolist()
+    wide = stage_ports(65536, 1, 2, 4791, 17, "crc32", 0)
+    assert len(wide["paths"]) == 65536
+    assert sum(p["count"] for p in wide["paths"].values()) == 65536
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"members": 100_000_000}, "--paths: must be an integer in 1..65536"),
+        ({"members": 0}, "--paths"),
+        ({"members": 2.5}, "--paths"),
+        ({"tier": 99}, "--tier: must be one of 1 (leaf/edge), 2 (spine/aggregation), 3 (core)"),
+        ({"tier": True}, "--tier"),
+        ({"salt": 2**32}, "--salt: must be an integer in 0..4294967295"),
+        ({"salt": -1}, "--salt"),
+        ({"dst_port": 65536}, "--dst-port: must be an integer in 0..65535"),
+        ({"proto": 256}, "--proto: must be an integer in 0..255"),
+        ({"src_ip": 2**32}, "--src-ip"),
+        ({"method": "random"}, "no inverse"),
+        ({"method": "xor"}, "--hash"),
+    ],
+)
+def test_stage_ports_refuses_bad_options(kwargs, needle):
+    from fabricsim.errors import ConfigError
+    from fabricsim.routing.inverse import stage_ports
+
+    args = {"members": 4, "src_ip": 1, "dst_ip": 2, "dst_port": 4791, "proto": 17,
+            "method": "crc32WithSalt", "salt": 0, "tier": 1} | kwargs  # fmt: skip
+    with pytest.raises(ConfigError) as info:
+        stage_ports(**args)
+    assert needle in str(info.value) and "\n" not in str(info.value)
+
+
+def test_path_ports_refuses_bad_hosts_and_too_many_paths():
+    import fabricsim
+    from fabricsim.errors import ConfigError
+    from fabricsim.routing.inverse import path_ports
+
+    sc = fabricsim.load_scenario("ecmp-collision")
+    for src, dst, needle in [(0, 16, "--dst-host"), (-1, 3, "--src-host"), (5, 5, "differ")]:
+        with pytest.raises(ConfigError, match=needle):
+            path_ports(sc, src, dst)
+    big = sc.with_overrides({"topology.parallel_links": 64, "topology.spines": 64})
+    with pytest.raises(ConfigError, match="262144 equal-cost paths"):
+        path_ports(big, 0, 9)

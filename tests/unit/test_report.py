@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,33 @@ def test_report_opens_in_headless_chromium(
     assert check.section_ids == expected
     assert len(check.images) >= 3 and check.broken_images == 0
     assert check.title.startswith("fabricsim")
+
+
+def test_bad_inputs_leave_the_directory_as_it_was(run_dir: Path, tmp_path: Path) -> None:
+    from fabricsim.errors import ConfigError
+
+    d = tmp_path / "run"
+    shutil.copytree(run_dir, d)
+    for name, data, needle in [
+        ("summary.json", b"{", "summary.json: not valid JSON"),
+        ("flows.parquet", b"PAR1", "flows.parquet: not a readable Parquet table"),
+        ("config.yaml", b"\xff\xfe", "config.yaml: not UTF-8"),
+    ]:
+        good = (d / name).read_bytes()
+        (d / name).write_bytes(data)
+        before = {p: p.stat().st_mtime_ns for p in d.rglob("*")}
+        with pytest.raises(ConfigError, match=needle):
+            write_report(d)
+        assert {p: p.stat().st_mtime_ns for p in d.rglob("*")} == before
+        (d / name).write_bytes(good)
+    assert write_report(d).exists()
+
+
+def test_report_replaces_figures_whole(run_dir: Path, tmp_path: Path) -> None:
+    d = tmp_path / "run"
+    shutil.copytree(run_dir, d)
+    (d / "figures" / "old-section.png").write_bytes(b"stale")
+    write_report(d)
+    names = {p.name for p in (d / "figures").iterdir()}
+    assert names == {"fct-cdf.png", "spine-heatmap.png", "link-timelines.png"}
+    assert not [p.name for p in d.iterdir() if p.name.startswith(".figures")]

@@ -89,3 +89,24 @@ def test_degraded_spine_slows_its_flows():
     slow = _collision({"seed": 4, "topology.degraded_links": {f"{spine}->leaf1": 0.5}})
     assert slow.flows["fct_s"][0] > 1.5 * healthy.flows["fct_s"][0]
     assert np.isclose(slow.summary["bytes_delivered"], slow.summary["bytes_total"])
+
+
+def test_path_labels_name_parallel_links():
+    from fabricsim.topology.fabric import label_hops, label_links, label_nodes
+
+    fab = build_fabric(TopologyConfig(leaves=2, spines=2, hosts_per_leaf=2, parallel_links=3))
+    labels = [fab.path_label(p) for p in fab.paths(0, 2)]
+    assert len(set(labels)) == len(labels) == 18  # one label per link combination
+    assert "leaf0>spine1#2>leaf1#1" in labels and "leaf0>spine0>leaf1" in labels
+    for path, label in zip(fab.paths(0, 2), labels, strict=True):
+        assert label_links(label) == [fab.link_names[link] for link in path[1:-1]]
+        assert label_nodes(label) == [fab.node_names[n] for n in fab.path_nodes(path)[1:-1]]
+    assert label_hops("") == [] and label_links("leaf0") == []
+
+
+def test_path_labels_without_parallel_links_are_switch_names():
+    fab = build_fabric(TopologyConfig(kind="fat_tree", k=4))
+    for path in fab.paths(0, 15):
+        label = fab.path_label(path)
+        assert label == ">".join(fab.node_names[n] for n in fab.path_nodes(path)[1:-1])
+        assert "#" not in label

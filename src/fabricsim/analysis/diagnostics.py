@@ -26,16 +26,20 @@ Examples
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from fabricsim.topology.fabric import HOST, TIER_NAMES, Fabric
+from fabricsim.analysis.run_files import (
+    read_json_object,
+    read_table,
+    read_transport_stats,
+    read_yaml_mapping,
+)
+from fabricsim.topology.fabric import HOST, PARALLEL_MARK, TIER_NAMES, Fabric, label_hops
 
 __all__ = [
     "Diagnostics",
@@ -122,7 +126,8 @@ class Diagnostics:
 
 
 def _split_paths(path: str) -> list[list[str]]:
-    return [p.split(">") for p in str(path).split(";") if p]
+    """Hops of each path of a ``path`` cell (``;`` separates a multipath flow's paths)."""
+    return [label_hops(p) for p in str(path).split(";") if p]
 
 
 def _steps(flows: pd.DataFrame) -> pd.Series:
@@ -134,8 +139,16 @@ def _steps(flows: pd.DataFrame) -> pd.Series:
     return pd.Series(codes, index=flows.index)
 
 
+def _node(hop: str) -> str:
+    return hop.partition(PARALLEL_MARK)[0]
+
+
 def _uplink_bytes(flows: pd.DataFrame, fabric: Fabric) -> pd.DataFrame:
-    """One row per (flow, upward hop): step, switch, neighbor, bytes (multipath: even split)."""
+    """One row per (flow, upward hop): step, switch, neighbor, bytes (multipath: even split).
+
+    ``neighbor`` is the upper hop as the label names it: the neighbor's name with the
+    parallel link's suffix (``spine1#1``), so each parallel uplink is its own neighbor.
+    """
     index = {name: i for i, name in enumerate(fabric.node_names)}
     tier = fabric.node_tier
     steps = _steps(flows).to_numpy()
@@ -143,24 +156,27 @@ def _uplink_bytes(flows: pd.DataFrame, fabric: Fabric) -> pd.DataFrame:
     sizes = flows["size_bytes"].to_numpy(dtype=float)
     for i, path in enumerate(flows["path"].to_numpy()):
         paths = _split_paths(path) if isinstance(path, str) else []
-        for nodes in paths:
+        for hops in paths:
             share = sizes[i] / len(paths)
-            for a, b in zip(nodes, nodes[1:], strict=False):
-                ia, ib = index.get(a), index.get(b)
+            for a, b in zip(hops, hops[1:], strict=False):
+                ia, ib = index.get(_node(a)), index.get(_node(b))
                 if ia is not None and ib is not None and tier[ib] > tier[ia]:
-                    rows.append((steps[i], a, b, share))
+                    rows.append((steps[i], _node(a), b, share))
     return pd.DataFrame(rows, columns=["step", "switch", "neighbor", "bytes"])
 
 
 def _up_neighbors(fabric: Fabric) -> dict[str, list[str]]:
-    """Each switch's distinct higher-tier neighbors (its uplinks; parallel links merged)."""
+    """Each switch's uplinks, named as path labels name them (``spine1``, ``spine1#1``, ...).
+
+    Every parallel link is an uplink of its own.
+    """
     out: dict[str, list[str]] = {}
     for link in range(fabric.num_links):
         a, b = int(fabric.link_src[link]), int(fabric.link_dst[link])
         if fabric.node_tier[a] != HOST and fabric.node_tier[b] > fabric.node_tier[a]:
             names = out.setdefault(fabric.node_names[a], [])
-            if fabric.node_names[b] not in names:
-                names.append(fabric.node_names[b])
+            if fabric.link_hop[link] not in names:
+                names.append(fabric.link_hop[link])
     return out
 
 
@@ -188,9 +204,10 @@ def uplink_step_loads(flows: pd.DataFrame, fabric: Fabric, min_flows: int = 2) -
     Returns
     -------
     DataFrame
-        One row per (step, switch with traffic going up): ``flows``, ``uplinks`` (distinct
-        upper neighbors), ``idle_uplinks``, ``bytes_total``, ``bytes_max``, ``bytes_mean``
-        (over all uplinks), ``max_over_mean`` and ``busiest`` (the busiest uplink's neighbor).
+        One row per (step, switch with traffic going up): ``flows``, ``uplinks`` (links to
+        upper neighbors; each parallel link counts), ``idle_uplinks``, ``bytes_total``,
+        ``bytes_max``, ``bytes_mean`` (over all uplinks), ``max_over_mean`` and ``busiest``
+        (the busiest uplink's neighbor, with its parallel suffix such as ``spine1#1``).
         Bytes are payload bytes; a multipath flow's bytes are split evenly over its paths.
     """
     if len(flows) == 0 or "path" not in flows.columns:
@@ -328,27 +345,31 @@ class _RunData:
 
 
 def _load_run(run: Any) -> _RunData:
-    """A Result or an output directory, as plain data."""
+    """A Result or an output directory, as plain data.
+
+    A directory's files are read as untrusted input (:mod:`fabricsim.analysis.run_files`):
+    a missing ``summary.json`` or ``flows.parquet``, or any corrupt file, is a ConfigError
+    naming the file.
+    """
     if hasattr(run, "summary") and hasattr(run, "flows"):
         topo = run.scenario.to_dict()["topology"]
         return _RunData(run.summary, run.flows, topo, dict(run.tables), dict(run.json_records))
     path = Path(run)
-    summary = json.loads((path / "summary.json").read_text())
-    flows = pd.read_parquet(path / "flows.parquet")
-    config = (
-        yaml.safe_load((path / "config.yaml").read_text())
-        if (path / "config.yaml").exists()
-        else {}
-    )
-    tables = {
-        name: pd.read_parquet(path / f"{name}.parquet")
-        for name in ("timeline_links", "port_stats")
-        if (path / f"{name}.parquet").exists()
-    }
+    summary = read_json_object(path / "summary.json")
+    flows = read_table(path / "flows.parquet", required=True)
+    assert flows is not None
+    config = read_yaml_mapping(path / "config.yaml") if (path / "config.yaml").exists() else {}
+    tables = {}
+    for name in ("timeline_links", "port_stats"):
+        table = read_table(path / f"{name}.parquet")
+        if table is not None:
+            tables[name] = table
     records = {}
-    if (path / "uet_transport_stats.json").exists():
-        records["uet_transport_stats"] = json.loads((path / "uet_transport_stats.json").read_text())
-    return _RunData(summary, flows, (config or {}).get("topology") or {}, tables, records)
+    stats_path = path / "uet_transport_stats.json"
+    if stats_path.exists():
+        records["uet_transport_stats"] = read_transport_stats(stats_path)
+    topology = config.get("topology") or {}
+    return _RunData(summary, flows, topology if isinstance(topology, dict) else {}, tables, records)
 
 
 def _fabric(topology: dict[str, Any]) -> Fabric | None:

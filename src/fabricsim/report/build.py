@@ -1,8 +1,18 @@
-"""Assemble and write the report of a run directory or a sweep directory."""
+"""Assemble and write the report of a run directory or a sweep directory.
+
+Everything is read and checked before anything is written: a missing, corrupt or foreign
+input file is a :class:`~fabricsim.errors.ConfigError` naming it, and the directory is left
+as it was.  The report is then written whole: the figures into a temporary directory renamed
+over ``figures/`` (so no figure of an earlier report survives), then ``report.html`` via a
+temporary file and :func:`os.replace`.
+"""
 
 from __future__ import annotations
 
-import json
+import contextlib
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from fabricsim.errors import ConfigError
@@ -19,29 +29,59 @@ def _kind(directory: Path) -> str:
     if (directory / "summary.json").exists():
         return "run"
     raise ConfigError(
-        f"report {directory}: neither a run output directory (summary.json) nor a sweep "
-        "directory (manifest.json)"
+        f"report {directory}: not a fabricsim run or sweep output directory "
+        "(it has no summary.json and no manifest.json)"
     )
+
+
+def _check_dir(d: Path) -> None:
+    if not d.exists():
+        raise ConfigError(f"report {d}: no such directory")
+    if not d.is_dir():
+        raise ConfigError(f"report {d}: not a directory (give a run or sweep output directory)")
 
 
 def build_report(directory: str | Path) -> tuple[str, list[Section]]:
     """The report's HTML text and its sections (nothing written)."""
     d = Path(directory)
-    if not d.is_dir():
-        raise ConfigError(f"report {d}: no such directory")
+    _check_dir(d)
     if _kind(d) == "sweep":
-        from fabricsim.report.sweep_page import sweep_sections
+        from fabricsim.report.sweep_page import read_manifest, sweep_sections
 
-        manifest = json.loads((d / "manifest.json").read_text())
-        sections = sweep_sections(d)
+        manifest = read_manifest(d)
+        sections = sweep_sections(d, manifest)
         title = f"fabricsim sweep: {manifest['spec']['scenario']}"
     else:
-        from fabricsim.report.run_page import run_sections
+        from fabricsim.report.run_page import read_summary, run_sections
 
-        summary = json.loads((d / "summary.json").read_text())
+        summary = read_summary(d)
         sections = run_sections(d)
         title = f"fabricsim run: {summary.get('scenario', d.name)} ({summary.get('engine', '?')} engine)"
     return render_page(title, str(d.resolve()), sections), sections
+
+
+def _write_figures(d: Path, pngs: list[tuple[str, bytes]]) -> None:
+    """Replace ``d/figures`` whole by these PNGs (removed if there are none)."""
+    figdir = d / FIGURES
+    new = Path(tempfile.mkdtemp(prefix=f".{FIGURES}.new-{os.getpid()}-", dir=d)) if pngs else None
+    old = d / f".{FIGURES}.old-{os.getpid()}"
+    shutil.rmtree(old, ignore_errors=True)  # left by a killed report of the same pid
+    try:
+        for name, png in pngs:
+            assert new is not None
+            (new / f"{name}.png").write_bytes(png)
+        if figdir.exists():
+            os.rename(figdir, old)
+        if new is not None:
+            os.rename(new, figdir)
+    except BaseException:
+        if new is not None:
+            shutil.rmtree(new, ignore_errors=True)
+        if old.exists() and not figdir.exists():
+            with contextlib.suppress(OSError):
+                os.rename(old, figdir)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def write_report(directory: str | Path) -> Path:
@@ -55,13 +95,21 @@ def write_report(directory: str | Path) -> Path:
     'report.html'
     """
     d = Path(directory)
+    _check_dir(d)
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise ConfigError(f"report {d}: directory is not writable (report.html goes there)")
+    _kind(d)  # not a fabricsim output: say so first
+    for name in (FIGURES, REPORT):
+        path = d / name
+        if path.exists() and path.is_dir() != (name == FIGURES):
+            what = "a file" if name == FIGURES else "a directory"
+            raise ConfigError(f"report {d}: {name} is {what}; the report writes it there")
     text, sections = build_report(d)
-    figdir = d / FIGURES
     pngs = [(name, png) for sec in sections for name, png in sec.figures]
-    if pngs:
-        figdir.mkdir(exist_ok=True)
-    for name, png in pngs:
-        _write(figdir / f"{name}.png", png)
     path = d / REPORT
-    _write(path, text.encode("utf-8"))
+    try:
+        _write_figures(d, pngs)
+        _write(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"report {d}: cannot write the report ({exc.strerror or exc})") from None
     return path

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from fabricsim.analysis import run_files
 from fabricsim.analysis.diagnostics import diagnose, link_timeline_stats
+from fabricsim.errors import ConfigError
 from fabricsim.report import figures
 from fabricsim.report.html import Section, dict_table
 
@@ -25,17 +26,28 @@ _TTFT_KEYS = ("ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "ttft_max
 _TOP_LINKS = 8
 
 
-def read_table(path: Path) -> pd.DataFrame | None:
-    """A parquet table, or None if the file is absent or empty."""
-    if not path.exists():
-        return None
-    df = pd.read_parquet(path)
-    return df if len(df) else None
+def read_table(path: Path, required: bool = False) -> pd.DataFrame | None:
+    """A parquet table, or None if the file is absent or empty.
+
+    A corrupt file, or a missing one when ``required``, is a ConfigError naming it.
+    """
+    df = run_files.read_table(path, required=required)
+    return df if df is not None and len(df) else None
 
 
 def read_config(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "config.yaml"
-    return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    return run_files.read_yaml_mapping(path) if path.exists() else {}
+
+
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    """``summary.json`` of a run, checked where the report reads numbers from it."""
+    path = run_dir / "summary.json"
+    summary = run_files.read_json_object(path)
+    cct = summary.get("cct_inflation")
+    if cct is not None and (isinstance(cct, bool) or not isinstance(cct, int | float)):
+        raise ConfigError(f"{path}: 'cct_inflation' must be a number (got {cct!r})")
+    return summary
 
 
 def policy_label(config: dict[str, Any]) -> str:
@@ -161,15 +173,33 @@ def config_section(run_dir: Path, extra: dict[str, Any] | None = None) -> Sectio
     if extra:
         sec.pre(yaml.safe_dump(extra, sort_keys=False, default_flow_style=None), caption="Sweep")
     if path.exists():
-        sec.pre(path.read_text(), caption=f"{path.parent.name}/config.yaml")
+        sec.pre(run_files.read_text(path), caption=f"{path.parent.name}/config.yaml")
     return sec
+
+
+def check_run_files(run_dir: Path) -> None:
+    """Read every input file of a run's report once, before any figure is drawn.
+
+    A missing ``summary.json`` or ``flows.parquet``, or any corrupt file, is a ConfigError
+    naming it (so a bad file fails fast and nothing is half-built).
+    """
+    read_summary(run_dir)
+    read_config(run_dir)
+    for name in run_files.TABLE_COLUMNS:
+        run_files.read_table(run_dir / f"{name}.parquet", required=name == "flows")
+    for path in sorted(run_dir.glob("*.json")):
+        run_files.read_json(path)
+    stats = run_dir / "uet_transport_stats.json"
+    if stats.exists():
+        run_files.read_transport_stats(stats)
 
 
 def run_sections(run_dir: Path) -> list[Section]:
     """Every section a run directory has data for, in page order."""
-    summary = json.loads((run_dir / "summary.json").read_text())
+    check_run_files(run_dir)
+    summary = read_summary(run_dir)
     config = read_config(run_dir)
-    flows = read_table(run_dir / "flows.parquet")
+    flows = read_table(run_dir / "flows.parquet", required=True)
     out: list[Section] = [summary_section(summary)]
     if flows is not None:
         fct = flows["fct_s"].to_numpy(dtype=float)

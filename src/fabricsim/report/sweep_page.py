@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from fabricsim.analysis import run_files
 from fabricsim.analysis.diagnostics import diagnose
+from fabricsim.errors import ConfigError
 from fabricsim.report import figures
 from fabricsim.report.html import Section, dict_table
 from fabricsim.report.run_page import (
     cct_section,
+    check_run_files,
     config_section,
     diagnostics_section,
     fct_sections,
@@ -31,11 +35,72 @@ _MAIN = (
 )  # fmt: skip
 
 
-def _table(out: Path) -> pd.DataFrame:
+_POINT_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+
+
+def read_manifest(out: Path) -> dict[str, Any]:
+    """A sweep's ``manifest.json``, checked where the report relies on its shape.
+
+    Point ids become paths (``points/<id>``), so they must be plain names.
+    """
+    from fabricsim.sweep.store import MANIFEST
+
+    path = out / MANIFEST
+    manifest = run_files.read_json_object(path)
+    spec, points = manifest.get("spec"), manifest.get("points")
+    bad = f"{path}: not a fabricsim sweep manifest"
+    if not isinstance(spec, dict) or not isinstance(points, list):
+        raise ConfigError(f"{bad} (needs a 'spec' object and a 'points' list)")
+    if not isinstance(spec.get("scenario"), str):
+        raise ConfigError(f"{bad} ('spec.scenario' must be a string)")
+    for key in ("grid", "zip"):
+        pairs = spec.get(key)
+        if not isinstance(pairs, list) or not all(
+            isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], str) for kv in pairs
+        ):
+            raise ConfigError(f"{bad} ('spec.{key}' must be a list of [key, values] pairs)")
+    for point in points:
+        if not isinstance(point, dict) or not isinstance(point.get("params"), dict):
+            raise ConfigError(f"{bad} (every point needs an object with 'params')")
+        pid = point.get("id")
+        if not isinstance(pid, str) or not _POINT_ID.fullmatch(pid):
+            raise ConfigError(f"{bad} (point id {pid!r} is not a plain name)")
+        for key in ("index", "seed", "config_hash"):
+            if key not in point:
+                raise ConfigError(f"{bad} (point {pid} lacks {key!r})")
+    return manifest
+
+
+def _check_points(out: Path, manifest: dict[str, Any]) -> None:
+    """Each stored ``point.json`` must be a point record (the table is built from them)."""
+    from fabricsim.sweep.store import POINT_FILE
+
+    for point in manifest["points"]:
+        path = out / "points" / point["id"] / POINT_FILE
+        if path.exists():
+            record = run_files.read_json_object(path)
+            if not isinstance(record.get("summary"), dict):
+                raise ConfigError(f"{path}: not a sweep point record (no 'summary' object)")
+
+
+def _table(out: Path, manifest: dict[str, Any]) -> pd.DataFrame:
     from fabricsim.sweep import TABLE, aggregate
 
     path = out / TABLE
-    return pd.read_parquet(path) if path.exists() else aggregate(out)
+    if not path.exists():
+        _check_points(out, manifest)
+        return aggregate(out)
+    table = run_files.read_table(path)
+    assert table is not None
+    keys = [k for k in _keys(manifest) if k != "seed"]
+    missing = [c for c in ("point", "status", "seed", *keys) if c not in table.columns]
+    if missing:
+        raise ConfigError(f"{path}: lacks column(s) {', '.join(missing)} (not this sweep's table)")
+    ids = {p["id"] for p in manifest["points"]}
+    unknown = sorted(set(map(str, table["point"])) - ids)
+    if unknown:
+        raise ConfigError(f"{path}: point {unknown[0]!r} is not in the sweep's manifest")
+    return table
 
 
 def _keys(manifest: dict[str, Any]) -> list[str]:
@@ -69,7 +134,7 @@ def _fct_samples(out: Path, ok: pd.DataFrame, keys: list[str]) -> dict[str, np.n
     pooled: dict[str, list[np.ndarray]] = {}
     for _, row in ok.iterrows():
         label = str(row[group]) if group else _label(row, keys)
-        flows = read_table(out / "points" / row["point"] / "flows.parquet")
+        flows = read_table(out / "points" / row["point"] / "flows.parquet", required=True)
         if flows is not None:
             pooled.setdefault(label, []).append(flows["fct_s"].to_numpy(dtype=float))
     return {k: np.concatenate(v) for k, v in pooled.items()}
@@ -152,12 +217,14 @@ def _diagnostics(out: Path, ok: pd.DataFrame, keys: list[str], detail: Path | No
     return sec if sec.parts else None
 
 
-def sweep_sections(out: Path) -> list[Section]:
+def sweep_sections(out: Path, manifest: dict[str, Any] | None = None) -> list[Section]:
     """Every section a sweep directory has data for, in page order."""
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = read_manifest(out) if manifest is None else manifest
     keys = _keys(manifest)
-    table = _table(out)
+    table = _table(out, manifest)
     ok = table[table["status"] == "ok"].reset_index(drop=True)
+    for point in ok["point"]:
+        check_run_files(out / "points" / str(point))
     sections = _overview(manifest, table, keys)
     samples = _fct_samples(out, ok, keys)
     ttft = [c for c in ("ttft_mean_s", "ttft_p95_s", "ttft_p99_s") if c in ok.columns]

@@ -1,9 +1,16 @@
 """The immutable fabric description: nodes, directed links, and ECMP groups.
 
 Hosts are nodes ``0 .. num_hosts - 1``.  A link is one direction with a rate, a delay and a
-name ``A->B``.  ECMP groups are derived from hop distances over the usable links: the group
-of switch ``s`` toward host ``d`` is every out-link of ``s`` that brings it one hop closer to
-``d``'s leaf (or the leaf's downlink to ``d``).
+name ``A->B`` (``A->B#p`` for the ``p``-th extra parallel link between the same two switches).
+ECMP groups are derived from hop distances over the usable links: the group of switch ``s``
+toward host ``d`` is every out-link of ``s`` that brings it one hop closer to ``d``'s leaf (or
+the leaf's downlink to ``d``).
+
+A path's label (the ``path`` column) names the switches it crosses, joined by ``>``; a switch
+reached over a parallel link carries that link's suffix, so the label names every link:
+``leaf0>spine1#1>leaf3`` went up ``leaf0->spine1#1`` and down ``spine1->leaf3``.  Without
+parallel links, labels are plain switch names.  :func:`label_nodes` and :func:`label_links`
+read a label back.
 """
 
 from __future__ import annotations
@@ -16,6 +23,44 @@ from scipy.sparse.csgraph import shortest_path
 
 HOST, LEAF, SPINE, CORE = 0, 1, 2, 3
 TIER_NAMES = {HOST: "host", LEAF: "leaf", SPINE: "spine", CORE: "core"}
+#: separates a parallel link's index from the node name in link names and path labels
+PARALLEL_MARK = "#"
+
+
+def label_hops(label: str) -> list[str]:
+    """The hops of one path label: each switch name with its parallel-link suffix, if any.
+
+    Examples
+    --------
+    >>> label_hops("leaf0>spine1#1>leaf3")
+    ['leaf0', 'spine1#1', 'leaf3']
+    """
+    return label.split(">") if label else []
+
+
+def label_nodes(label: str) -> list[str]:
+    """Switch names along one path label, parallel-link suffixes dropped.
+
+    Examples
+    --------
+    >>> label_nodes("leaf0>spine1#1>leaf3#1")
+    ['leaf0', 'spine1', 'leaf3']
+    """
+    return [hop.partition(PARALLEL_MARK)[0] for hop in label_hops(label)]
+
+
+def label_links(label: str) -> list[str]:
+    """Names of the switch-to-switch links along one path label (host links not included).
+
+    Examples
+    --------
+    >>> label_links("leaf0>spine1#1>leaf3")
+    ['leaf0->spine1#1', 'spine1->leaf3']
+    >>> label_links("leaf0")
+    []
+    """
+    hops = label_hops(label)
+    return [f"{a.partition(PARALLEL_MARK)[0]}->{b}" for a, b in zip(hops, hops[1:], strict=False)]
 
 
 @dataclass(eq=False)
@@ -47,6 +92,7 @@ class Fabric:
     _dist: np.ndarray | None = None  # (num_leaves, num_nodes) hops to each leaf
     _leaf_row: dict[int, int] = field(default_factory=dict)
     _groups: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+    link_hop: list[str] = field(default_factory=list)  # label of the node each link reaches
 
     def __post_init__(self) -> None:
         n = len(self.node_names)
@@ -54,6 +100,7 @@ class Fabric:
         bounds = np.searchsorted(self.link_src[order], np.arange(n + 1))
         self.out_links = [order[bounds[i] : bounds[i + 1]] for i in range(n)]
         self.link_index = {name: i for i, name in enumerate(self.link_names)}
+        self.link_hop = self._hops()
         self._leaf_row = {int(leaf): i for i, leaf in enumerate(self.leaves)}
         self._dist = self._distances()
 
@@ -76,6 +123,16 @@ class Fabric:
 
     def host_rate_bps(self, host: int) -> float:
         return float(self.link_rate_bps[self.host_uplink[host]])
+
+    def _hops(self) -> list[str]:
+        """Per link, the node it reaches, with the link's parallel suffix (``spine1#1``) if any."""
+        names = self.node_names
+        dst = self.link_dst.tolist()
+        hops = [names[d] for d in dst]
+        for link, name in enumerate(self.link_names):
+            if PARALLEL_MARK in name:  # node names never hold the mark; link names may
+                hops[link] += name[name.rindex(PARALLEL_MARK) :]
+        return hops
 
     # -- routing ---------------------------------------------------------------------------
     def _distances(self) -> np.ndarray:
@@ -144,9 +201,27 @@ class Fabric:
         return [int(self.link_src[path[0]]), *(int(self.link_dst[link]) for link in path)]
 
     def path_label(self, path: tuple[int, ...]) -> str:
-        """Switch names along the path joined by ``>`` (the ``path`` column)."""
-        nodes = self.path_nodes(path)[1:-1]
-        return ">".join(self.node_names[n] for n in nodes)
+        """Switch names along the path joined by ``>`` (the ``path`` column).
+
+        A switch reached over a parallel link carries the link's suffix (``spine1#1``), so
+        two paths over different parallel links have different labels.
+
+        Examples
+        --------
+        >>> from fabricsim.config import TopologyConfig
+        >>> from fabricsim.topology import build_fabric
+        >>> fab = build_fabric(TopologyConfig(leaves=2, spines=1, parallel_links=2))
+        >>> for p in fab.paths(0, 8):
+        ...     print(fab.path_label(p))
+        leaf0>spine0>leaf1
+        leaf0>spine0>leaf1#1
+        leaf0>spine0#1>leaf1
+        leaf0>spine0#1>leaf1#1
+        """
+        if len(path) < 2:
+            return ""
+        first = self.node_names[int(self.link_dst[path[0]])]
+        return ">".join([first, *(self.link_hop[link] for link in path[1:-1])])
 
     def path_delay_ps(self, path: tuple[int, ...]) -> int:
         return int(sum(int(self.link_delay_ps[link]) for link in path))
