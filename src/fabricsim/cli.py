@@ -34,6 +34,22 @@ SetOpt = Annotated[
 EngineOpt = Annotated[str | None, typer.Option("--engine", help="flow or packet")]
 
 
+def _out_path(text: str | None, option: str) -> Path | None:
+    """An ``--out`` value as a path; ``''`` is refused (it would mean the current directory)."""
+    if text is None:
+        return None
+    if not text.strip():
+        raise ConfigError(f"{option}: empty path; give a directory name, e.g. {option} runs/x")
+    return Path(text)
+
+
+def _check_out_dir(path: Path, kind: str = "run") -> None:
+    """Refuse an unusable output directory before anything runs (metrics/outdir.py)."""
+    from fabricsim.metrics.outdir import check_out_dir
+
+    check_out_dir(path, kind)
+
+
 def _is_tty(quiet: bool) -> bool:
     return (not quiet) and sys.stdout.isatty()
 
@@ -68,18 +84,29 @@ def run(
     engine: EngineOpt = None,
     set_: SetOpt = None,
     seed: Annotated[int | None, typer.Option("--seed", help="override the scenario seed")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="output directory")] = None,
+    out: Annotated[str | None, typer.Option("--out", help="output directory")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="print nothing but errors")] = False,
 ) -> None:
     """Run a scenario (no SCENARIO: the default ARK KV-cache study, ECMP vs ARK)."""
     import fabricsim
 
+    out_dir = _out_path(out, "--out")
     if scenario is None:
         from fabricsim.studies.ark import default_study
 
-        default_study(out=out or Path("runs/ark-study"), sets=set_ or [], seed=seed, quiet=quiet)
+        if engine not in (None, "flow"):
+            raise ConfigError(
+                f"--engine {engine}: the default study (ark: ~4e8 packets) runs on the flow "
+                "engine; name a scenario to use --engine packet"
+            )
+        _scenario("ark", set_, seed)  # bad --set / --seed fail here, before anything is written
+        target = out_dir or Path("runs/ark-study")
+        _check_out_dir(target, "study")
+        default_study(out=target, sets=set_ or [], seed=seed, quiet=quiet)
         return
     sc = _scenario(scenario, set_, seed)
+    target = out_dir or Path("runs") / f"{sc.name}-{engine or sc.engine.kind}"
+    _check_out_dir(target)  # before the run: a bad --out fails in milliseconds
     if _is_tty(quiet):
         from rich.console import Console
 
@@ -87,7 +114,6 @@ def run(
             res = fabricsim.run(sc, engine=engine)
     else:
         res = fabricsim.run(sc, engine=engine)
-    target = out or Path("runs") / f"{sc.name}-{res.summary['engine']}"
     res.save(target)
     if not quiet:
         _print_summary(res.summary)
@@ -129,7 +155,7 @@ def ecmp_math(
     if as_json:
         typer.echo(json.dumps(data, indent=2))
         return
-    typer.echo(f"{flows} flows x {qp_scaling} QP on {uplinks} uplinks (exact)")
+    typer.echo(f"{flows} flows x {qp_scaling} QP on {uplinks} uplinks ({stats.method})")
     for key in (
         "p_no_collision",
         "expected_idle_uplinks",
@@ -206,7 +232,7 @@ def ports(
 def export_trace(
     scenario: Annotated[str, typer.Argument(help="YAML path or built-in name")],
     fmt: Annotated[str, typer.Option("--format", help="htsim (.cm) or csv")] = "csv",
-    out: Annotated[Path, typer.Option("--out", help="file to write")] = Path("trace.csv"),
+    out: Annotated[str, typer.Option("--out", help="file to write")] = "trace.csv",
     set_: SetOpt = None,
     seed: Annotated[int | None, typer.Option("--seed")] = None,
 ) -> None:
@@ -215,9 +241,19 @@ def export_trace(
 
     if fmt not in ("htsim", "csv"):
         raise ConfigError(f"--format: must be htsim or csv (got {fmt!r})")
+    target = _out_file(out)
     sc = _scenario(scenario, set_, seed)
-    count = export_messages(sc, fmt, out)
+    count = export_messages(sc, fmt, target)
     typer.echo(f"wrote {count} messages to {out}")
+
+
+def _out_file(text: str) -> Path:
+    """An ``--out`` file that can be written (metrics/outdir.py)."""
+    from fabricsim.metrics.outdir import check_out_file
+
+    path = _out_path(text, "--out")
+    assert path is not None
+    return check_out_file(path)
 
 
 def _register_optional() -> None:
@@ -235,17 +271,29 @@ def _register_optional() -> None:
 _register_optional()
 
 
+def _interrupted() -> None:
+    """Ctrl-C: one line, and no second traceback if another Ctrl-C arrives while printing."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        sys.stderr.write("\ninterrupted\n" if sys.stderr.isatty() else "interrupted\n")
+        sys.stderr.flush()
+    except OSError:
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point with the exit-code contract."""
     command = typer.main.get_command(app)
     try:
-        command.main(args=argv, prog_name="fabricsim", standalone_mode=False)
+        code = command.main(args=argv, prog_name="fabricsim", standalone_mode=False)
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         return 2
-    except typer.Abort:
-        typer.echo("aborted", err=True)
-        return 1
+    except (KeyboardInterrupt, typer.Abort):
+        _interrupted()
+        return 130
     except click_exc.UsageError as exc:
         typer.echo(f"error: {exc.format_message()}", err=True)
         return 2
@@ -259,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
         if "--debug" in (argv or sys.argv):
             raise
         return 1
-    return 0
+    if code == 130:  # typer turns Ctrl-C into Exit(130) and returns it here
+        _interrupted()
+    return code if isinstance(code, int) else 0  # click returns ctx.exit()'s code here
 
 
 if __name__ == "__main__":  # run as a script: use the imported module (its commands are registered)

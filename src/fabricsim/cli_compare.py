@@ -17,7 +17,7 @@ def compare(
     engine: EngineOpt = None,
     set_: SetOpt = None,
     seeds: Annotated[int, typer.Option("--seeds", help="runs per method (seed, seed+1, ...)")] = 1,
-    out: Annotated[Path | None, typer.Option("--out", help="output directory")] = None,
+    out: Annotated[str | None, typer.Option("--out", help="output directory")] = None,
     methods: Annotated[
         str | None, typer.Option("--methods", help="comma-separated subset of the methods")
     ] = None,
@@ -33,10 +33,15 @@ def compare(
     from fabricsim.compare import compare as run_compare
     from fabricsim.compare import format_table, print_progress
     from fabricsim.config.loader import load_scenario, parse_set_options
+    from fabricsim.metrics.outdir import check_out_dir
+    from fabricsim.sweep.backends import check_workers
 
+    if out is not None:
+        check_out_dir(out, "compare")  # before loading anything: a bad --out fails at once
+    check_workers(workers)
     sc = load_scenario(scenario)
-    chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
-    target = out or Path("runs") / f"compare-{sc.name}"
+    chosen = None if methods is None else [m.strip() for m in methods.split(",") if m.strip()]
+    target = Path(out) if out is not None else Path("runs") / f"compare-{sc.name}"
     result = run_compare(
         sc,
         engine=engine,

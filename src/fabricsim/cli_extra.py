@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from fabricsim.cli import EngineOpt, SetOpt, app
+from fabricsim.errors import ConfigError
 
 ListOpt = list[str] | None
 
@@ -18,7 +19,7 @@ ListOpt = list[str] | None
 @app.command()
 def sweep(
     scenario: Annotated[str, typer.Argument(help="YAML path or built-in name")],
-    out: Annotated[Path, typer.Option("--out", help="sweep directory (resumed if it exists)")],
+    out: Annotated[str, typer.Option("--out", help="sweep directory (resumed if it exists)")],
     grid: Annotated[
         ListOpt, typer.Option("--grid", help="KEY=V1,V2,... a grid axis; repeatable")
     ] = None,
@@ -42,14 +43,21 @@ def sweep(
     """Run a scenario over a parameter grid x seeds; one result per point, sweep.parquet."""
     import sys
 
+    from fabricsim.metrics.outdir import check_out_dir
     from fabricsim.sweep import describe, failure_error, plan_sweep, run_sweep
+    from fabricsim.sweep.backends import check_timeout, check_workers
 
+    check_out_dir(out, "sweep")  # before planning: a bad --out fails at once
+    if workers is not None and scheduler is not None:
+        raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")
+    check_workers(workers)
+    check_timeout(connect_timeout)
     plan = plan_sweep(scenario, grid or [], zip_ or [], seeds, set_ or [], engine)
     outcome = run_sweep(
         plan, out, workers=workers, scheduler=scheduler, timeout_s=connect_timeout,
         progress=not quiet and sys.stderr.isatty(),
     )  # fmt: skip
-    if not quiet:
+    if not quiet and not outcome.removed:
         typer.echo(describe(outcome))
     error = failure_error(outcome)
     if error is not None:

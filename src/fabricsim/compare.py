@@ -22,11 +22,11 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ import pandas as pd
 
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
-from fabricsim.metrics.results import Result, atomic_write
+from fabricsim.metrics.results import Result
 from fabricsim.topology.fabric import HOST, Fabric
 
 _BASE_PACKET = {
@@ -72,6 +72,7 @@ DEFAULT_METHODS = {
 }
 
 QP_COUNT = 4  # qp_scaling's connections per pair when the scenario has lb.qp_count = 1
+MAX_SEEDS = 10_000  # runs per method in one comparison
 
 TABLE_COLUMNS = [
     "method", "what", "runs", "completed", "flows", "fct_mean_us", "fct_p99_us", "fct_max_us",
@@ -241,8 +242,10 @@ def _run_one(job: tuple[dict[str, Any], str, str, int, str | None]) -> dict[str,
     data, engine, method, seed, out = job
     sc = Scenario.model_validate(data)
     res = run(sc, engine=engine)
-    if out is not None:
-        res.save(Path(out) / method / f"seed-{seed}")
+    if out is not None:  # inside the comparison's staging directory (replaced whole)
+        run_dir = Path(out) / method / f"seed-{seed}"
+        run_dir.mkdir(parents=True)
+        res.write_files(run_dir)
     s = res.summary
     row = {
         "method": method,
@@ -301,11 +304,14 @@ def compare(
         Runs per method, with seeds ``scenario.seed .. scenario.seed + seeds - 1``.
     out
         Directory for the runs (``<method>/seed-<N>/``), ``compare.csv``, ``runs.csv`` and
-        ``compare.png``; None writes nothing.
+        ``compare.png``; None writes nothing.  Checked before any run
+        (:func:`fabricsim.metrics.outdir.check_out_dir`); written into a temporary sibling
+        and swapped in at the end, so a previous output is replaced whole and an error or
+        Ctrl-C leaves it as it was.
     methods
         Subset of the engine's methods (default :data:`DEFAULT_METHODS`).
     workers
-        Processes running in parallel (1: in this process).
+        Processes running in parallel (1: in this process); they die with this process.
     progress
         Called with each run's row as it finishes.
 
@@ -314,40 +320,92 @@ def compare(
     Comparison
     """
     from fabricsim.config.loader import load_scenario
+    from fabricsim.metrics.outdir import prepare_out_dir
     from fabricsim.runner import ENGINES
+    from fabricsim.sweep.backends import check_workers
 
+    target = prepare_out_dir(out, "compare") if out is not None else None
+    check_workers(workers)
     sc = load_scenario(scenario)
     if overrides:
         sc = sc.with_overrides(overrides)
     engine = engine or sc.engine.kind
     if engine not in ENGINES:
         raise ConfigError(f"--engine: must be one of {', '.join(ENGINES)} (got {engine!r})")
-    if seeds < 1:
-        raise ConfigError(f"--seeds: must be >= 1 (got {seeds})")
-    methods = list(methods or DEFAULT_METHODS[engine])
-    out_dir = None if out is None else Path(out)
-    jobs = _jobs(sc, engine, methods, seeds, out_dir)
-    rows = []
-    if workers > 1:
-        with ProcessPoolExecutor(workers) as pool:
-            for row in pool.map(_run_one, jobs):
-                rows.append(row)
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ConfigError(f"--seeds: must be a whole number >= 1 (got {seeds!r})")
+    if seeds > MAX_SEEDS:
+        raise ConfigError(f"--seeds: at most {MAX_SEEDS} runs per method (got {seeds})")
+    methods = _methods(methods, engine)
+    jobs = _jobs(sc, engine, methods, seeds, None)  # every run validated before anything runs
+    staging = target.staging() if target is not None else contextlib.nullcontext(None)
+    with staging as tmp:
+        if tmp is not None:
+            jobs = [(*job[:4], str(tmp)) for job in jobs]
+        rows = _run_all(jobs, workers, progress)
+        runs = pd.DataFrame(rows)
+        table = summarize(runs, engine)
+        if tmp is not None:
+            (tmp / "runs.csv").write_text(runs.to_csv(index=False, float_format="%.6g"))
+            (tmp / "compare.csv").write_text(table.to_csv(index=False, float_format="%.6g"))
+            (tmp / "compare.png").write_bytes(bars_png(table, f"{sc.name} ({engine} engine)"))
+    return Comparison(table, runs, None if out is None else Path(out))
+
+
+def _methods(methods: Sequence[str] | None, engine: str) -> list[str]:
+    """The methods to run: the engine's defaults, or a non-empty list without repeats."""
+    if methods is None:
+        return list(DEFAULT_METHODS[engine])
+    if isinstance(methods, str):
+        methods = [m.strip() for m in methods.split(",") if m.strip()]
+    chosen = list(methods)
+    table = PACKET_METHODS if engine == "packet" else FLOW_METHODS
+    if not chosen:
+        raise ConfigError(f"--methods: empty list; give one or more of {', '.join(table)}")
+    repeated = sorted({m for m in chosen if chosen.count(m) > 1})
+    if repeated:
+        raise ConfigError(f"--methods: {repeated[0]} given twice")
+    return chosen
+
+
+def _run_all(
+    jobs: list[tuple[dict[str, Any], str, str, int, str | None]],
+    workers: int,
+    progress: Callable[[dict[str, Any]], None] | None,
+) -> list[dict[str, Any]]:
+    """Every job's row, in job order; a pool of ``workers`` processes when more than one.
+
+    The pool's workers die with this process; on any exception or Ctrl-C (and SIGTERM) the
+    pool is cancelled and its workers are terminated before the exception goes on.
+    """
+    from fabricsim.sweep.backends import (
+        signals_deferred,
+        sigterm_as_interrupt,
+        stop_pool,
+        worker_pool,
+    )
+
+    rows: list[dict[str, Any]] = []
+    with sigterm_as_interrupt():
+        if workers > 1 and len(jobs) > 1:
+            pool = worker_pool(min(workers, len(jobs)))
+            try:
+                with signals_deferred():  # a worker started is one the pool can stop
+                    futures = [pool.submit(_run_one, job) for job in jobs]
+                for fut in futures:
+                    rows.append(fut.result())
+                    if progress:
+                        progress(rows[-1])
+            except BaseException:
+                stop_pool(pool)
+                raise
+            pool.shutdown(wait=True)
+        else:
+            for job in jobs:
+                rows.append(_run_one(job))
                 if progress:
-                    progress(row)
-    else:
-        for job in jobs:
-            rows.append(_run_one(job))
-            if progress:
-                progress(rows[-1])
-    runs = pd.DataFrame(rows)
-    table = summarize(runs, engine)
-    result = Comparison(table, runs, out_dir)
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(out_dir / "runs.csv", runs.to_csv(index=False, float_format="%.6g"))
-        atomic_write(out_dir / "compare.csv", table.to_csv(index=False, float_format="%.6g"))
-        atomic_write(out_dir / "compare.png", bars_png(table, f"{sc.name} ({engine} engine)"))
-    return result
+                    progress(rows[-1])
+    return rows
 
 
 def summarize(runs: pd.DataFrame, engine: str) -> pd.DataFrame:

@@ -52,6 +52,7 @@ def run_cli(
         code = 1
         try:
             os.setsid()
+            _forget_parent_processes()
             resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
             resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT_S, CPU_LIMIT_S))
             fd_out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -105,6 +106,20 @@ def run_cli(
     out_path.unlink(missing_ok=True)
     err_path.unlink(missing_ok=True)
     return Outcome(code, text_out, text_err, wall, usage.ru_maxrss / 1024)
+
+
+def _forget_parent_processes() -> None:
+    """A forked child must not reuse the parent's forkserver or resource tracker (not its own
+    children: waitpid on them fails); start fresh ones on demand, as a new process would."""
+    from multiprocessing import forkserver, resource_tracker
+
+    forkserver._forkserver = forkserver.ForkServer()  # type: ignore[attr-defined]
+    resource_tracker._resource_tracker = resource_tracker.ResourceTracker()  # type: ignore[attr-defined]
+    for name in ("ensure_running", "get_inherited_fds", "connect_to_new_process",
+                 "set_forkserver_preload"):  # fmt: skip
+        setattr(forkserver, name, getattr(forkserver._forkserver, name))  # type: ignore[attr-defined]
+    for name in ("ensure_running", "register", "unregister", "getfd"):
+        setattr(resource_tracker, name, getattr(resource_tracker._resource_tracker, name))  # type: ignore[attr-defined]
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:

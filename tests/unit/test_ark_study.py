@@ -123,3 +123,29 @@ def test_spine_grid_keeps_peaks_and_carries_values():
     spines, grid = spine_grid(timeline, bin_s=0.1, end_s=0.3)
     assert spines == ["spine0", "spine1"]
     np.testing.assert_array_equal(grid, [[5, 0, 0], [2, 2, 3]])
+
+
+def test_study_replaces_a_previous_output_whole_and_refuses_a_foreign_dir(tmp_path, capsys):
+    out = tmp_path / "study"
+    default_study(out, ["workload.requests=20"], seed=None, quiet=True, seeds=2)
+    default_study(out, ["workload.requests=20"], seed=5, quiet=True, seeds=1)
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["ark-seed5", "ecmp-seed5"]
+    assert (out / ".fabricsim").exists() and [p.name for p in tmp_path.iterdir()] == ["study"]
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "a.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not a fabricsim output"):
+        default_study(junk, ["workload.requests=20"], seed=None, quiet=True, seeds=1)
+    assert [p.name for p in junk.iterdir()] == ["a.txt"]
+
+
+def test_a_bad_seed_creates_no_study_directory(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--seed", "-4", "--quiet"]) == 2
+    assert "seed" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ConfigError, match="seed"):
+        default_study(tmp_path / "s", [], seed=-4, quiet=True, seeds=1)
+    with pytest.raises(ConfigError, match="at most"):
+        default_study(tmp_path / "s", [], seed=None, quiet=True, seeds=10**9)
+    assert list(tmp_path.iterdir()) == []

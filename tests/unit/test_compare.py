@@ -144,3 +144,65 @@ def test_cli_compare(tmp_path, capsys):
     assert main(["compare", str(path), "--engine", "flow", "--methods", "spray"]) == 2
     assert "--methods" in capsys.readouterr().err
     assert main(["compare", str(path), "--set", "nope.key=1"]) == 2
+
+
+# -- bad values and the output directory (issue 10) -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"methods": []}, "--methods: empty"),
+        ({"methods": ["ecmp", "ecmp"]}, "twice"),
+        ({"workers": 0}, "--workers"),
+        ({"workers": 10**6}, "--workers"),
+        ({"seeds": 10**8}, "--seeds"),
+    ],
+)
+def test_bad_values_are_refused_before_anything_runs(tmp_path, kwargs, needle):
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match=needle):
+        compare(TINY, engine="flow", out=tmp_path / "c", **kwargs)
+    assert time.perf_counter() - t0 < 5 and not (tmp_path / "c").exists()
+
+
+def test_compare_replaces_its_previous_output_whole(tmp_path):
+    out = tmp_path / "c"
+    compare(TINY, engine="flow", out=out, methods=["ecmp", "pinned"])
+    compare(TINY, engine="flow", out=out, methods=["ideal_spray"])
+    assert {p.name for p in out.iterdir()} == {
+        ".fabricsim", "ideal_spray", "compare.csv", "runs.csv", "compare.png"
+    }  # fmt: skip
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "a.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not a fabricsim output"):
+        compare(TINY, engine="flow", out=junk)
+    assert [p.name for p in junk.iterdir()] == ["a.txt"]
+
+
+def test_a_failing_run_leaves_no_partial_comparison(tmp_path, monkeypatch):
+    import fabricsim.compare as cmp
+
+    real = cmp._run_one
+    calls = []
+
+    def failing(job):
+        calls.append(job[2])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(job)
+
+    monkeypatch.setattr(cmp, "_run_one", failing)
+    with pytest.raises(KeyboardInterrupt):
+        compare(TINY, engine="flow", out=tmp_path / "c", methods=["ecmp", "pinned"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_compare_in_worker_processes_matches_serial(tmp_path):
+    serial = compare(TINY, engine="flow", methods=["ecmp", "pinned"])
+    pooled = compare(TINY, engine="flow", methods=["ecmp", "pinned"], workers=2, out=tmp_path / "c")
+    pd.testing.assert_frame_equal(serial.table, pooled.table)
+    assert (tmp_path / "c" / "pinned" / "seed-4" / "summary.json").exists()

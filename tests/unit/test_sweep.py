@@ -210,3 +210,107 @@ def test_a_server_that_is_not_dask_is_one_line_exit_2(tmp_path: Path, capsys) ->
     assert code == 2 and len(err.splitlines()) == 1 and "--scheduler" in err
     assert time.perf_counter() - t0 < 30
     assert not out.exists()
+
+
+# -- failures, bounds and interrupts (issue 10) ---------------------------------------------------
+
+
+def _outcome(failed: dict[str, str], refused=(), lost=(), total: int = 4):
+    from fabricsim.sweep import SweepOutcome
+
+    table = pd.DataFrame({"point": [f"p{i:04d}" for i in range(total)]})
+    return SweepOutcome(Path("s"), [], [], failed, table, refused=frozenset(refused),
+                        lost=frozenset(lost))  # fmt: skip
+
+
+def test_failure_error_says_retry_only_when_a_worker_was_lost() -> None:
+    from fabricsim.errors import ConfigError, FabricsimError
+    from fabricsim.sweep import failure_error
+
+    assert failure_error(_outcome({})) is None
+    refused = failure_error(_outcome({"p0001": "workload.path: file not found"}, refused={"p0001"}))
+    assert type(refused) is ConfigError
+    assert "refused as bad input" in str(refused) and "retry" not in str(refused)
+    assert "rerun the same command" not in str(refused)
+    internal = failure_error(_outcome({"p0000": "ZeroDivisionError: x"}))
+    assert type(internal) is FabricsimError and "internal error" in str(internal)
+    assert "rerun the same command" not in str(internal)
+    lost = failure_error(
+        _outcome(
+            {"p0000": "x", "p0002": "worker lost: BrokenProcessPool"},
+            refused={"p0000"},
+            lost={"p0002"},
+        )  # fmt: skip
+    )
+    assert type(lost) is FabricsimError and "rerun the same command" in str(lost)
+    assert "p0002" in str(lost) and len(str(lost).splitlines()) == 1
+
+
+def test_a_sweep_too_large_is_refused_before_any_point_is_built() -> None:
+    from fabricsim.errors import ConfigError
+    from fabricsim.sweep.plan import MAX_POINTS
+
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match="--seeds: at most"):
+        plan_sweep("ecmp-collision", grid=FAST, seeds=100_000_000)
+    with pytest.raises(ConfigError, match=f"at most {MAX_POINTS}"):
+        plan_sweep("ecmp-collision", grid=["topology.spines=2,4,8"], seeds=MAX_POINTS // 2)
+    assert time.perf_counter() - t0 < 2
+
+
+@pytest.mark.parametrize("timeout", [-5.0, 0.0, float("nan"), float("inf"), 1e9])
+def test_bad_connect_timeouts_are_refused(timeout: float, tmp_path: Path) -> None:
+    from fabricsim.errors import ConfigError
+
+    plan = plan_sweep("ecmp-collision", grid=FAST)
+    with pytest.raises(ConfigError, match="--connect-timeout"):
+        run_sweep(plan, tmp_path / "s", workers=1, timeout_s=timeout)
+    assert not (tmp_path / "s").exists()
+
+
+def _interrupt_at_store(monkeypatch, after: int) -> None:
+    import fabricsim.sweep.run as sweep_run
+
+    real = sweep_run.store_point
+    calls = []
+
+    def store(out, point, result):
+        if len(calls) >= after:
+            raise KeyboardInterrupt
+        calls.append(point.id)
+        real(out, point, result)
+
+    monkeypatch.setattr(sweep_run, "store_point", store)
+
+
+def test_an_interrupted_fresh_sweep_leaves_no_directory(tmp_path: Path, monkeypatch) -> None:
+    _interrupt_at_store(monkeypatch, after=0)
+    plan = plan_sweep("ecmp-collision", grid=FAST, seeds=2)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(plan, tmp_path / "a" / "s", workers=2)
+    assert list(tmp_path.iterdir()) == []  # nor the parent it created
+
+
+def test_an_interrupted_sweep_keeps_whole_points_and_resumes(tmp_path: Path, monkeypatch) -> None:
+    out = tmp_path / "s"
+    plan = plan_sweep("ecmp-collision", grid=FAST, seeds=2)
+    _interrupt_at_store(monkeypatch, after=1)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(plan, out, workers=1)
+    monkeypatch.undo()
+    names = {p.name for p in out.iterdir()}
+    assert names == {".fabricsim", MANIFEST, "points"}  # no table, no temporary
+    done = [p.name for p in (out / "points").iterdir()]
+    assert len(done) == 1 and (out / "points" / done[0] / POINT_FILE).exists()
+    again = run_sweep(plan, out, workers=1)
+    assert again.skipped == done and len(again.ran) == 3
+
+
+def test_a_sweep_directory_is_not_replaced_by_a_run(tmp_path: Path) -> None:
+    from fabricsim.errors import ConfigError
+
+    out = tmp_path / "s"
+    run_sweep(plan_sweep("ecmp-collision", grid=["topology.spines=4"]), out, workers=1)
+    with pytest.raises(ConfigError, match="holds a sweep"):
+        fabricsim.run("ecmp-collision").save(out)
+    assert (out / TABLE).exists()

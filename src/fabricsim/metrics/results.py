@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,26 +43,42 @@ class Result:
     json_records: dict[str, Any] = field(default_factory=dict)
 
     def save(self, out_dir: str | Path) -> Path:
-        """Write the output directory (files replaced as a whole; see DESIGN.md)."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".fabricsim-", dir=out))
-        try:
-            (tmp / "summary.json").write_text(dumps_json(self.summary))
-            (tmp / "timing.json").write_text(dumps_json(self.timing))
-            (tmp / "config.yaml").write_text(
-                yaml.safe_dump(self.scenario.to_dict(), sort_keys=False)
-            )
-            write_parquet(self.flows, tmp / "flows.parquet")
-            for name, df in self.tables.items():
-                write_parquet(df, tmp / f"{name}.parquet")
-            for name, data in self.json_records.items():
-                (tmp / f"{name}.json").write_text(dumps_json(data))
-            for item in tmp.iterdir():
-                os.replace(item, out / item.name)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return out
+        """Write the output directory, replacing a previous fabricsim output whole.
+
+        The files are written into a temporary sibling directory that is then swapped in
+        (:mod:`fabricsim.metrics.outdir`): no file of an earlier output survives, and an
+        exception or Ctrl-C leaves the earlier output as it was.  A path that cannot be an
+        output directory (a file, a non-empty directory that is not a fabricsim output, a
+        sweep directory, ...) raises :class:`~fabricsim.errors.ConfigError`.
+        """
+        from fabricsim.metrics.outdir import prepare_out_dir
+
+        with prepare_out_dir(out_dir, "run").staging() as tmp:
+            self.write_files(tmp)
+        return Path(out_dir)
+
+    def write_files(self, directory: str | Path) -> None:
+        """Write this run's files into the existing ``directory`` (with the output marker)."""
+        d = Path(directory)
+        for name, data in self.to_files().items():
+            (d / name).write_bytes(data)
+
+    def to_files(self) -> dict[str, bytes]:
+        """The output directory's files as bytes, by name (what :meth:`save` writes)."""
+        from fabricsim.metrics.outdir import MARKER, marker_text
+
+        files = {
+            "summary.json": dumps_json(self.summary).encode(),
+            "timing.json": dumps_json(self.timing).encode(),
+            "config.yaml": yaml.safe_dump(self.scenario.to_dict(), sort_keys=False).encode(),
+            "flows.parquet": parquet_bytes(self.flows),
+        }
+        for name, df in self.tables.items():
+            files[f"{name}.parquet"] = parquet_bytes(df)
+        for name, data in self.json_records.items():
+            files[f"{name}.json"] = dumps_json(data).encode()
+        files[MARKER] = marker_text("run").encode()
+        return files
 
 
 def atomic_write(path: Path, data: bytes | str) -> None:
@@ -103,6 +117,13 @@ def write_parquet(df: pd.DataFrame, path: Path) -> None:
     """Parquet without the pandas index, NaN floats as nulls (deterministic bytes)."""
     table = pa.Table.from_pandas(df, preserve_index=False)
     pq.write_table(table, path, compression="zstd")
+
+
+def parquet_bytes(df: pd.DataFrame) -> bytes:
+    """The bytes :func:`write_parquet` would write."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
 
 
 def percentiles(fct: np.ndarray) -> dict[str, float | None]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -171,15 +170,32 @@ def qps_sweep(
         ``fct_mean_s``, ``fct_p95_s``, ``ttft_mean_s``, ``ttft_p95_s``, ``peak_flows_max``,
         ``ark_races``, ``ark_fallbacks``.
     """
+    from fabricsim.sweep.backends import (
+        check_workers,
+        signals_deferred,
+        sigterm_as_interrupt,
+        stop_pool,
+        worker_pool,
+    )
+
+    check_workers(workers)
     data = (base or load_scenario("ark")).to_dict()
     tasks = [(data, float(q), p, int(s)) for q in qps_values for s in seeds for p in policies]
-    if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            rows = list(
-                pool.map(_sweep_point, tasks, chunksize=max(1, len(tasks) // (4 * workers)))
-            )
-    else:
-        rows = [_sweep_point(t) for t in tasks]
+    with sigterm_as_interrupt():
+        if workers > 1 and len(tasks) > 1:
+            pool = worker_pool(min(workers, len(tasks)))  # workers die with this process
+            try:
+                with signals_deferred():  # a worker started is one the pool can stop
+                    results = pool.map(
+                        _sweep_point, tasks, chunksize=max(1, len(tasks) // (4 * workers))
+                    )
+                rows = list(results)
+            except BaseException:
+                stop_pool(pool)
+                raise
+            pool.shutdown(wait=True)
+        else:
+            rows = [_sweep_point(t) for t in tasks]
     return (
         pd.DataFrame(rows)
         .sort_values(["qps", "policy", "seed"], kind="stable")
@@ -321,6 +337,8 @@ def _seeds(seed: int | None, seeds: int | Sequence[int] | None) -> list[int]:
     count = DEFAULT_SEEDS if seeds is None else int(seeds)
     if count < 1:
         raise ConfigError(f"seeds: need at least 1 seed (got {count})")
+    if count > 10_000:
+        raise ConfigError(f"seeds: at most 10000 seeds (got {count})")
     first = 1 if seed is None else int(seed)
     return list(range(first, first + count))
 
@@ -387,28 +405,37 @@ def default_study(
     seeds : int or sequence of int, optional
         How many consecutive seeds (default 3), or the seeds themselves.
     """
+    from fabricsim.metrics.outdir import prepare_out_dir
+
+    target = prepare_out_dir(out, "study")  # checked before anything runs; written at the end
     base = study_scenario(sets)
     chosen = _seeds(seed, seeds)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    for s in chosen:  # every run's scenario is valid before the first one starts
+        for policy in POLICIES:
+            base.with_overrides({"seed": int(s), "lb.policy": policy})
     runs = _run_with_progress(base, chosen, quiet)
-    for (policy, s), res in runs.items():
-        res.save(out / f"{policy}-seed{s}")
     frame = comparison(runs)
-    frame.to_csv(out / "comparison.csv", index_label="metric")
-    record = {
-        "scenario": base.name,
-        "qps": base.workload.qps,  # type: ignore[union-attr]
-        "seeds": chosen,
-        "offered_load": offered_load(base),
-        "mean_over_seeds": frame.to_dict(),
-        "runs": {f"{p}-seed{s}": r.summary for (p, s), r in runs.items()},
-    }
-    (out / "study.json").write_text(dumps_json(record))
-    plot_fct_ttft(runs, out / "fct_ttft.png")
-    if base.records.timelines:
-        first = chosen[0]
-        plot_spine_heatmap(runs[("ecmp", first)], runs[("ark", first)], out / "spine_heatmap.png")
+    with target.staging() as tmp:
+        for (policy, s), res in runs.items():
+            run_dir = tmp / f"{policy}-seed{s}"
+            run_dir.mkdir()
+            res.write_files(run_dir)
+        frame.to_csv(tmp / "comparison.csv", index_label="metric")
+        record = {
+            "scenario": base.name,
+            "qps": base.workload.qps,  # type: ignore[union-attr]
+            "seeds": chosen,
+            "offered_load": offered_load(base),
+            "mean_over_seeds": frame.to_dict(),
+            "runs": {f"{p}-seed{s}": r.summary for (p, s), r in runs.items()},
+        }
+        (tmp / "study.json").write_text(dumps_json(record))
+        plot_fct_ttft(runs, tmp / "fct_ttft.png")
+        if base.records.timelines:
+            first = chosen[0]
+            plot_spine_heatmap(
+                runs[("ecmp", first)], runs[("ark", first)], tmp / "spine_heatmap.png"
+            )
     if not quiet:
         _print_table(frame, chosen, base)
         print(f"wrote {out}/ (runs, comparison.csv, study.json, plots)")
@@ -433,12 +460,14 @@ def _run_with_progress(
 def main_sweep(out: Path, seeds: Sequence[int] = (1,), workers: int = 2) -> pd.DataFrame:
     """Run :func:`qps_sweep` (QPS 1 ... 30) and write ``sweep.csv``, ``sweep_table.csv`` and
     ``sweep.png`` under ``out``; returns the seed-averaged table."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    from fabricsim.metrics.outdir import prepare_out_dir
+
+    target = prepare_out_dir(out, "study")
     sweep = qps_sweep(seeds=seeds, workers=workers)
-    sweep.to_csv(out / "sweep.csv", index=False)
     table = sweep_table(sweep)
-    table.to_csv(out / "sweep_table.csv", index=False)
-    plot_sweep(sweep, out / "sweep.png")
-    (out / "sweep.json").write_text(json.dumps({"seeds": list(seeds)}) + "\n")
+    with target.staging() as tmp:
+        sweep.to_csv(tmp / "sweep.csv", index=False)
+        table.to_csv(tmp / "sweep_table.csv", index=False)
+        plot_sweep(sweep, tmp / "sweep.png")
+        (tmp / "sweep.json").write_text(json.dumps({"seeds": list(seeds)}) + "\n")
     return table

@@ -2,6 +2,7 @@
 
 A sweep directory holds::
 
+    DIR/.fabricsim             the output marker ({"kind": "sweep"}, fabricsim.metrics.outdir)
     DIR/manifest.json          the sweep's spec and its points, in row order
     DIR/points/<id>/           each point's run output (summary.json, flows.parquet, ...)
     DIR/points/<id>/point.json the point's parameters, seed and summary (written last)
@@ -10,7 +11,15 @@ A sweep directory holds::
 Points are ordered grid-major (the first ``--grid`` key varies slowest, the zipped keys
 together form the last axis), then by seed.  Every file is written atomically (a temporary
 file and :func:`os.replace`), and ``point.json`` is written after the point's run output, so
-a sweep killed at any moment resumes by running only the points without one.
+a sweep killed at any moment resumes by running only the points without one.  A point's
+directory appears whole (written under ``points/.tmp-*`` and renamed), a directory that holds
+anything but the same sweep is refused, and a fresh sweep interrupted before any point
+finished (or whose every point was refused as bad input) leaves no directory.
+
+Local workers die with the driver, however it ends (Ctrl-C, SIGTERM, SIGKILL): they ignore
+SIGINT, and on Linux the kernel kills them (PDEATHSIG) when their forkserver dies, which it
+does when the driver dies; elsewhere a watchdog thread ends them.  On Ctrl-C or SIGTERM the
+driver cancels the queued points and terminates the workers before it exits (code 130).
 
 Workers run :func:`run_point`, which takes a plain dict and returns the point's summary and
 output files as bytes; only the driver writes to ``DIR``.  The same submit / as-completed code

@@ -11,6 +11,8 @@ from typing import Any
 from fabricsim.errors import ConfigError
 
 _VERSION = 1
+MAX_POINTS = 100_000
+"""Most runs one sweep may hold (``--grid`` values x ``--zip`` length x ``--seeds``)."""
 
 
 @dataclass(frozen=True)
@@ -145,9 +147,26 @@ def plan_sweep(
     from fabricsim.runner import check_engine
 
     grid, zipped, sets = list(grid), list(zipped), list(sets)
+    if isinstance(seeds, bool) or not isinstance(seeds, int):
+        raise ConfigError(f"--seeds: expected a whole number (got {seeds!r})")
     if seeds < 1:
         raise ConfigError(f"--seeds: must be >= 1 (got {seeds})")
+    if seeds > MAX_POINTS:
+        raise ConfigError(f"--seeds: at most {MAX_POINTS} runs in one sweep (got {seeds} seeds)")
     g, z = _axes(grid, zipped)
+    count = seeds
+    for values in g.values():
+        count *= len(values)
+    if z:
+        count *= len(next(iter(z.values())))
+    if count > MAX_POINTS:
+        sizes = " x ".join(
+            [str(len(v)) for v in g.values()] + ([str(len(next(iter(z.values()))))] if z else [])
+        )
+        raise ConfigError(
+            f"--grid/--zip/--seeds: {count} runs ({sizes} values x {seeds} seeds) in one sweep; "
+            f"at most {MAX_POINTS}: split it into several sweeps"
+        )
     if not g and not z and seeds == 1:
         raise ConfigError("--grid: empty grid; give --grid KEY=V1,V2,... (or --zip, or --seeds N)")
     if ("seed" in g or "seed" in z) and seeds > 1:
@@ -161,9 +180,10 @@ def plan_sweep(
         base = base.with_overrides(overrides)
     seed_list = [base.seed + i for i in range(seeds)]
     points: list[SweepPoint] = []
+    checked: set[str] = set()
     for params in _param_sets(g, z):
         for seed in seed_list:
-            sc = _point_scenario(base, params, seed if "seed" not in params else None)
+            sc = _point_scenario(base, params, seed if "seed" not in params else None, checked)
             check_engine(sc, engine or sc.engine.kind)
             points.append(
                 SweepPoint(
@@ -188,8 +208,15 @@ def plan_sweep(
     return SweepPlan(spec, points, engine)
 
 
-def _point_scenario(base: Any, params: dict[str, Any], seed: int | None) -> Any:
+def _point_scenario(
+    base: Any, params: dict[str, Any], seed: int | None, checked: set[str] | None = None
+) -> Any:
     for key, value in params.items():  # one key at a time so an error names its option
+        tag = json.dumps([key, value], sort_keys=True, default=str)
+        if checked is not None:
+            if tag in checked:
+                continue
+            checked.add(tag)
         try:
             base.with_overrides({key: value})
         except ConfigError as exc:

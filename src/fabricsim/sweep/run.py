@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-import tempfile
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,17 +13,25 @@ from typing import Any
 import pandas as pd
 
 from fabricsim.errors import ConfigError, FabricsimError
-from fabricsim.sweep.backends import open_backend
+from fabricsim.metrics.results import atomic_write
+from fabricsim.sweep.backends import (
+    check_timeout,
+    check_workers,
+    open_backend,
+    signals_deferred,
+    sigterm_as_interrupt,
+)
 from fabricsim.sweep.plan import SweepPlan, SweepPoint
 from fabricsim.sweep.store import (
     MANIFEST,
+    POINTS,
     TABLE,
     aggregate,
-    atomic_write,
     check_manifest,
     dumps,
     manifest_of,
     point_done,
+    remove_stale_temporaries,
     store_point,
 )
 
@@ -46,15 +55,15 @@ def run_point(task: dict[str, Any]) -> dict[str, Any]:
     try:
         res = fabricsim.run(fabricsim.load_scenario(task["scenario"]), engine=task["engine"])
     except Exception as exc:  # noqa: BLE001 - reported per point, the sweep goes on
+        config_error = isinstance(exc, ConfigError)
+        text = str(exc) if config_error else f"{type(exc).__name__}: {exc}"
         return {
             "id": task["id"],
             "ok": False,
-            "error": f"{type(exc).__name__}: {exc}".splitlines()[0],
-            "config_error": isinstance(exc, ConfigError),
+            "error": (text.splitlines() or [type(exc).__name__])[0],
+            "config_error": config_error,
         }
-    with tempfile.TemporaryDirectory(prefix="fabricsim-point-") as tmp:
-        res.save(tmp)
-        files = {p.name: p.read_bytes() for p in sorted(Path(tmp).iterdir()) if p.is_file()}
+    files = dict(sorted(res.to_files().items()))  # in memory: a killed worker leaves nothing
     return {"id": task["id"], "ok": True, "summary": res.summary, "files": files}
 
 
@@ -70,6 +79,8 @@ class SweepOutcome:
     backend: str = ""
     wall_s: float = 0.0
     refused: frozenset[str] = frozenset()  # failed points whose error was bad input (exit 2)
+    lost: frozenset[str] = frozenset()  # failed points whose worker died (a rerun may succeed)
+    removed: bool = False  # nothing ran: the directory this call made was removed again
 
 
 class _Bar:
@@ -137,24 +148,104 @@ def run_sweep(
     -------
     SweepOutcome
         Points that failed are listed in ``failed`` (id -> error line) and have no
-        ``point.json``, so a rerun retries them.
+        ``point.json``, so a rerun retries them (see :func:`failure_error` for when that
+        can help).  If every point of a fresh sweep was refused as bad input, the directory
+        is removed again (``removed``).
+
+    Raises
+    ------
+    ConfigError
+        Bad ``out`` (:func:`fabricsim.metrics.outdir.check_out_dir`), a directory holding a
+        different sweep, bad ``workers`` / ``timeout_s``, an unreachable scheduler.
+    KeyboardInterrupt
+        Ctrl-C or SIGTERM: the pool is cancelled and its workers are terminated; the points
+        finished so far stay (whole) so a rerun resumes, and a fresh sweep with none finished
+        leaves no directory.
     """
+    from fabricsim.metrics.outdir import check_out_dir, make_sweep_dir
+
     wall0 = time.perf_counter()
+    check_out_dir(out, "sweep")
+    if workers is not None and scheduler is not None:
+        raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")
+    check_workers(workers)
+    check_timeout(timeout_s)
     out = Path(out)
     manifest = manifest_of(plan)
     check_manifest(out, manifest)
     todo = [p for p in plan.points if not point_done(out, p)]
-    backend = open_backend(workers, scheduler, timeout_s) if todo else None
-    out.mkdir(parents=True, exist_ok=True)
-    if not (out / MANIFEST).exists():
-        atomic_write(out / MANIFEST, dumps(manifest))
+    fresh = not (out / MANIFEST).exists()
     ran: list[str] = []
     failed: dict[str, str] = {}
     refused: set[str] = set()
-    if backend is not None:
-        bar = _Bar(len(todo), progress)
-        try:
-            for point, result in _execute(backend, plan, todo):
+    lost: set[str] = set()
+    created: list[Path] = []
+    removed = False
+    backend = None
+    name = ""
+    try:
+        with sigterm_as_interrupt():
+            # opened before anything is written: an unreachable scheduler leaves no directory
+            backend = open_backend(workers, scheduler, timeout_s, limit=len(todo)) if todo else None
+            name = backend.name if backend is not None else ""
+            created = make_sweep_dir(out)
+            remove_stale_temporaries(out)
+            if fresh:
+                atomic_write(out / MANIFEST, dumps(manifest))
+            if backend is not None:
+                driving, backend = backend, None  # _drive closes it, whatever happens
+                _drive(driving, plan, todo, out, progress, ran, failed, refused, lost)
+            removed = fresh and not ran and bool(failed) and set(failed) <= refused
+            if removed:  # every point refused as bad input: leave no directory behind
+                _undo_fresh(out, created)
+                table = aggregate_plan(plan)
+            else:
+                table = _write_table(out)
+    except BaseException:
+        if backend is not None:
+            backend.close(cancel=True)
+        if fresh and not ran:  # interrupted before any point finished: leave nothing
+            _undo_fresh(out, created)
+        raise
+    todo_ids = {p.id for p in todo}
+    order = {p.id: p.index for p in plan.points}
+    return SweepOutcome(
+        out, sorted(ran, key=order.__getitem__), [p.id for p in plan.points if p.id not in todo_ids],
+        dict(sorted(failed.items(), key=lambda kv: order[kv[0]])), table, name,
+        time.perf_counter() - wall0, frozenset(refused), frozenset(lost), removed,
+    )  # fmt: skip
+
+
+def _drive(
+    backend: Any,
+    plan: SweepPlan,
+    todo: list[SweepPoint],
+    out: Path,
+    progress: bool,
+    ran: list[str],
+    failed: dict[str, str],
+    refused: set[str],
+    lost: set[str],
+) -> None:
+    """Submit every point and store results as they complete; cancel everything on any error."""
+    bar = _Bar(len(todo), progress)
+    try:
+        with signals_deferred():  # every worker started is known to the pool, so stoppable
+            futures = {
+                backend.submit(
+                    run_point, {"id": p.id, "scenario": p.scenario, "engine": plan.engine}
+                ): p
+                for p in todo
+            }
+        for fut in backend.as_completed(list(futures)):
+            point = futures[fut]
+            try:
+                result = fut.result()
+            except Exception as exc:  # noqa: BLE001 - the worker died or the task was lost
+                line = (str(exc).splitlines() or [""])[0]
+                failed[point.id] = f"worker lost: {type(exc).__name__}{': ' + line if line else ''}"
+                lost.add(point.id)
+            else:
                 if result["ok"]:
                     store_point(out, point, result)
                     ran.append(point.id)
@@ -162,32 +253,42 @@ def run_sweep(
                     failed[point.id] = result["error"]
                     if result.get("config_error"):
                         refused.add(point.id)
-                bar.advance()
-        finally:
-            bar.stop()
-    table = _write_table(out)
-    todo_ids = {p.id for p in todo}
-    order = {p.id: p.index for p in plan.points}
-    return SweepOutcome(
-        out, sorted(ran, key=order.__getitem__), [p.id for p in plan.points if p.id not in todo_ids],
-        dict(sorted(failed.items())), table, backend.name if backend is not None else "",
-        time.perf_counter() - wall0, frozenset(refused),
-    )  # fmt: skip
-
-
-def _execute(backend: Any, plan: SweepPlan, todo: list[SweepPoint]):
-    """Submit every point, yield ``(point, result)`` as they complete; cancel on any error."""
-    by_id = {p.id: p for p in todo}
-    try:
-        tasks = [{"id": p.id, "scenario": p.scenario, "engine": plan.engine} for p in todo]
-        futures = [backend.submit(run_point, t) for t in tasks]
-        for fut in backend.as_completed(futures):
-            result = fut.result()
-            yield by_id[result["id"]], result
+            bar.advance()
     except BaseException:
         backend.close(cancel=True)
         raise
+    finally:
+        bar.stop()
     backend.close()
+
+
+def _undo_fresh(out: Path, created: list[Path]) -> None:
+    """Remove what a fresh sweep wrote (manifest, marker, point directories, the table)."""
+    from fabricsim.metrics.outdir import MARKER
+
+    if out in created:
+        shutil.rmtree(out, ignore_errors=True)
+        for d in sorted(created, key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        return
+    for name in (MANIFEST, MARKER, TABLE):
+        with contextlib.suppress(OSError):
+            (out / name).unlink()
+    shutil.rmtree(out / POINTS, ignore_errors=True)
+
+
+def aggregate_plan(plan: SweepPlan) -> pd.DataFrame:
+    """The table of a sweep with no finished point (every row ``missing``), nothing read."""
+    keys = plan.keys
+    rows = [
+        {"point": p.id, "index": p.index, "status": "missing", "seed": p.seed,
+         **{k: p.params[k] for k in keys if k != "seed"}}
+        for p in plan.points
+    ]  # fmt: skip
+    return pd.DataFrame(
+        rows, columns=["point", "index", "status", "seed", *[k for k in keys if k != "seed"]]
+    )
 
 
 def _write_table(out: Path) -> pd.DataFrame:
@@ -195,9 +296,13 @@ def _write_table(out: Path) -> pd.DataFrame:
     from fabricsim.metrics.results import write_parquet
 
     table = aggregate(out)
-    tmp = out / f".{TABLE}.tmp"
-    write_parquet(table, tmp)
-    os.replace(tmp, out / TABLE)
+    tmp = out / f".{TABLE}.{os.getpid()}.tmp"
+    try:
+        write_parquet(table, tmp)
+        os.replace(tmp, out / TABLE)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return table
 
 
@@ -212,14 +317,36 @@ def describe(outcome: SweepOutcome) -> str:
 
 
 def failure_error(outcome: SweepOutcome) -> FabricsimError | None:
-    """The error to raise for failed points (None if none failed)."""
+    """The error to raise for failed points (None if none failed).
+
+    Points refused as bad input (a :class:`ConfigError` in the run) give a ConfigError (exit
+    2) that says a rerun will not help; points whose run raised an internal error give a
+    FabricsimError that says the same (runs are deterministic); only points whose worker died
+    or whose task was lost are worth retrying, and only then does the message say so.
+    """
     if not outcome.failed:
         return None
-    first_id, first = next(iter(outcome.failed.items()))
-    msg = (
-        f"sweep: {len(outcome.failed)} of {len(outcome.table)} points failed (first: {first_id}: "
-        f"{first}); rerun the same command to retry them"
+    total = len(outcome.table)
+    n = len(outcome.failed)
+    lost = [k for k in outcome.failed if k in outcome.lost]
+    refused = [k for k in outcome.failed if k in outcome.refused]
+    broken = [k for k in outcome.failed if k not in outcome.lost and k not in outcome.refused]
+
+    def first(ids: list[str]) -> str:
+        return f"first: {ids[0]}: {outcome.failed[ids[0]]}"
+
+    if lost:
+        return FabricsimError(
+            f"sweep: {n} of {total} points failed; {len(lost)} lost their worker process "
+            f"({first(lost)}); rerun the same command to run the missing points"
+        )
+    if broken:
+        return FabricsimError(
+            f"sweep: {n} of {total} points failed with an internal error ({first(broken)}); "
+            "runs are deterministic, so a rerun fails the same way"
+        )
+    nothing = ", nothing written" if outcome.removed else ""
+    return ConfigError(
+        f"sweep: {n} of {total} points refused as bad input{nothing} ({first(refused)}); "
+        "fix the scenario or the sweep keys, a rerun fails the same way"
     )
-    if set(outcome.failed) <= outcome.refused:
-        return ConfigError(msg)
-    return FabricsimError(msg)

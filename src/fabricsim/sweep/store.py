@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from fabricsim.errors import ConfigError
-from fabricsim.metrics.results import atomic_write
 from fabricsim.sweep.plan import SweepPlan, SweepPoint
 
 MANIFEST = "manifest.json"
 POINT_FILE = "point.json"
 TABLE = "sweep.parquet"
+POINTS = "points"
+_TMP = ".tmp-"  # points/.tmp-<id>-<pid>-<random>: a point being written
 
 
 def dumps(data: Any) -> str:
@@ -42,7 +46,10 @@ def check_manifest(out: Path, manifest: dict[str, Any]) -> None:
     """Refuse a directory that holds a different sweep (a resume must be the same sweep)."""
     path = out / MANIFEST
     if not path.exists():
-        if out.exists() and any(out.iterdir()):
+        from fabricsim.metrics.outdir import MARKER
+
+        # a sweep killed before its manifest was written leaves only its marker: fresh again
+        if out.exists() and any(p.name != MARKER for p in out.iterdir()):
             raise ConfigError(f"--out {out}: not empty and not a sweep directory")
         return
     try:
@@ -56,7 +63,7 @@ def check_manifest(out: Path, manifest: dict[str, Any]) -> None:
 
 
 def point_done(out: Path, point: SweepPoint) -> bool:
-    path = out / "points" / point.id / POINT_FILE
+    path = out / POINTS / point.id / POINT_FILE
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
@@ -65,21 +72,48 @@ def point_done(out: Path, point: SweepPoint) -> bool:
 
 
 def store_point(out: Path, point: SweepPoint, result: dict[str, Any]) -> None:
-    """Write a finished point: run output files first, ``point.json`` last."""
-    pdir = out / "points" / point.id
-    if pdir.exists():
-        shutil.rmtree(pdir)
-    for name, data in result["files"].items():
-        atomic_write(pdir / name, data)
-    record = {
-        "id": point.id,
-        "index": point.index,
-        "params": point.params,
-        "seed": point.seed,
-        "config_hash": point.config_hash,
-        "summary": result["summary"],
-    }
-    atomic_write(pdir / POINT_FILE, dumps(record))
+    """Write a finished point: its files and ``point.json`` in a temporary directory, renamed
+    into place at once (an interrupted store leaves no half-written point)."""
+    points = out / POINTS
+    points.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP}{point.id}-{os.getpid()}-", dir=points))
+    pdir = points / point.id
+    try:
+        for name, data in result["files"].items():
+            (tmp / name).write_bytes(data)
+        record = {
+            "id": point.id,
+            "index": point.index,
+            "params": point.params,
+            "seed": point.seed,
+            "config_hash": point.config_hash,
+            "summary": result["summary"],
+        }
+        (tmp / POINT_FILE).write_text(dumps(record))
+        if pdir.exists():
+            shutil.rmtree(pdir)
+        os.rename(tmp, pdir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def remove_stale_temporaries(out: Path) -> None:
+    """Delete half-written points and tables left by a killed sweep (their process is gone)."""
+    from fabricsim.metrics.outdir import _pid_alive
+
+    def dead(text: str) -> bool:
+        return text.isdigit() and not _pid_alive(int(text))
+
+    with contextlib.suppress(OSError):
+        for entry in (out / POINTS).iterdir():
+            if entry.name.startswith(_TMP) and dead(entry.name.rsplit("-", 2)[-2]):
+                shutil.rmtree(entry, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        for entry in out.iterdir():
+            parts = entry.name.split(".")
+            if entry.name.startswith(f".{TABLE}.") and len(parts) > 3 and dead(parts[-2]):
+                entry.unlink(missing_ok=True)
 
 
 def _flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -122,7 +156,7 @@ def aggregate(out: str | Path) -> pd.DataFrame:
         row: dict[str, Any] = {"point": p["id"], "index": p["index"], "status": "missing"}
         row["seed"] = p["seed"]
         row.update({k: p["params"][k] for k in keys if k != "seed"})
-        path = out / "points" / p["id"] / POINT_FILE
+        path = out / POINTS / p["id"] / POINT_FILE
         if path.exists():
             data = json.loads(path.read_text())
             if data.get("config_hash") == p["config_hash"]:

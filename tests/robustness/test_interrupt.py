@@ -1,0 +1,180 @@
+"""Ctrl-C and kills (issue 10, items 8 and 11).
+
+Each test starts ``python -m fabricsim ...`` in a new session (so the driver's pid is the
+session id every child inherits), lets it get to work, then interrupts it as a terminal does
+(SIGINT to the whole process group) or kills it.  The contract: exit 130, stderr ends with
+one line ``interrupted`` (no traceback from the driver, its workers or the forkserver), no
+partial output (a new directory is not created, a previous output is intact, a sweep keeps
+only whole points), and no process of the session outlives the driver (workers and the
+forkserver die with it, even when it is SIGKILLed, and release the caller's pipes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import fabricsim
+from fabricsim.metrics.outdir import MARKER
+
+try:
+    import psutil
+except ImportError:  # pragma: no cover - /proc is enough on Linux
+    psutil = None
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups and /proc")
+
+
+def _start(argv: list[str], cwd: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "fabricsim", *argv], cwd=cwd, env=env, start_new_session=True,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
+def _session(sid: int) -> list[int]:
+    """Live (not zombie) processes of session ``sid``."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] not in (b"Z", b"X") and int(fields[3]) == sid:  # state, ..., session
+            pids.append(int(entry))
+    return pids
+
+
+def _children(pid: int) -> int:
+    if psutil is not None:
+        try:
+            return len(psutil.Process(pid).children(recursive=True))
+        except psutil.Error:
+            return 0
+    return len([p for p in _session(pid) if p != pid])
+
+
+def _cpu_s(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        return 0.0
+
+
+def _wait_for(proc: subprocess.Popen, ready, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            pytest.fail(f"ended before the interrupt (exit {proc.returncode}): {err.decode()}")
+        assert time.monotonic() < deadline, "never got to work"
+        time.sleep(0.02)
+
+
+def _finish(proc: subprocess.Popen, timeout_s: float = 20.0) -> tuple[int, str]:
+    """Exit code and stderr; the pipes must close soon (no survivor holds them)."""
+    try:
+        _, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        survivors = _session(proc.pid)
+        for pid in survivors:  # ours: the session this test started
+            os.kill(pid, signal.SIGKILL)
+        pytest.fail(f"the caller's pipes stayed open: session processes {survivors}")
+    return proc.returncode, err.decode(errors="replace")
+
+
+def _assert_no_survivors(sid: int, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while (left := _session(sid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"processes outlived the driver: {left}"
+
+
+def _assert_interrupted(code: int, err: str) -> None:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert "Traceback" not in err, err
+    assert len(lines) <= 2, err
+    assert code == 130, f"exit {code}, stderr: {err!r}"
+    assert lines and lines[-1].strip() == "interrupted", err
+
+
+def _assert_whole_sweep_or_nothing(out: Path) -> None:
+    """An interrupted sweep: no directory, or a resumable one holding only whole points."""
+    if not out.exists():
+        return
+    names = {p.name for p in out.iterdir()}
+    assert names <= {MARKER, "manifest.json", "points"}, names  # no table, no temporary
+    assert "manifest.json" in names
+    ids = {p["id"] for p in json.loads((out / "manifest.json").read_text())["points"]}
+    points = out / "points"
+    for p in points.iterdir() if points.exists() else []:
+        assert p.name in ids, f"stray {p.name}"
+        assert (p / "point.json").exists() and (p / "flows.parquet").exists(), p
+
+
+SWEEP = ["sweep", "ark", "--grid", "workload.qps=10,15,20,25,30,35", "--seeds", "2",
+         "--workers", "2", "--out", "S", "--quiet"]  # fmt: skip
+
+
+def test_sigint_mid_sweep_exits_130_leaving_no_worker_and_no_partial_output(tmp_path: Path):
+    proc = _start(SWEEP, tmp_path)
+    _wait_for(
+        proc, lambda: (tmp_path / "S" / "manifest.json").exists() and _children(proc.pid) >= 4
+    )
+    time.sleep(0.3)  # the workers are running points
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group gets it
+    code, err = _finish(proc)
+    _assert_no_survivors(proc.pid)
+    _assert_whole_sweep_or_nothing(tmp_path / "S")
+    _assert_interrupted(code, err)
+
+
+def test_sigkilled_sweep_driver_takes_its_workers_and_forkserver_with_it(tmp_path: Path):
+    proc = _start(SWEEP, tmp_path)
+    _wait_for(proc, lambda: _children(proc.pid) >= 4)  # resource tracker, forkserver, 2 workers
+    time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)  # the driver only: nobody cleans up for it
+    _finish(proc, timeout_s=10)  # returns once no survivor holds the caller's stdout/stderr
+    _assert_no_survivors(proc.pid)
+    _assert_whole_sweep_or_nothing(tmp_path / "S")
+
+
+def test_sigint_mid_compare_with_workers(tmp_path: Path):
+    proc = _start(["compare", "ark", "--workers", "2", "--out", "C", "--quiet"], tmp_path)
+    _wait_for(proc, lambda: _children(proc.pid) >= 4)
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGINT)  # the driver only: it must stop the workers itself
+    code, err = _finish(proc)
+    _assert_no_survivors(proc.pid)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no C, no temporary sibling
+    _assert_interrupted(code, err)
+
+
+def test_sigint_mid_run_keeps_the_previous_output(tmp_path: Path):
+    out = tmp_path / "R"
+    fabricsim.run("ecmp-collision").save(out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    argv = ["run", "ark", "--set", "workload.requests=8000", "--out", "R", "--quiet"]
+    proc = _start(argv, tmp_path)
+    _wait_for(proc, lambda: _cpu_s(proc.pid) > 2.0)  # imports done, simulating
+    os.killpg(proc.pid, signal.SIGINT)
+    code, err = _finish(proc)
+    _assert_no_survivors(proc.pid)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["R"]
+    _assert_interrupted(code, err)
