@@ -269,13 +269,17 @@ def _us(v: Any) -> float:
 def _jobs(
     sc: Scenario, engine: str, methods: Sequence[str], seeds: int, out: Path | None
 ) -> list[tuple[dict[str, Any], str, str, int, str | None]]:
+    from fabricsim.runner import check_engine
+
     jobs = []
     for method in methods:
         over = method_overrides(method, engine, sc.lb.qp_count)
         over["records.timelines"] = True
+        variant = sc.varying(set(over)).with_overrides(over)
+        check_engine(variant, engine)  # the user's keys checked here, once per method
         for i in range(seeds):
             seed = sc.seed + i
-            data = sc.with_overrides({**over, "seed": seed}).to_dict()
+            data = variant.with_overrides({"seed": seed}).to_dict()
             jobs.append((data, engine, method, seed, None if out is None else str(out)))
     return jobs
 

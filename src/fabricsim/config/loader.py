@@ -181,6 +181,15 @@ def validate(
     return sc
 
 
+def effective_scenario(data: dict[str, Any]) -> Scenario:
+    """A scenario from :meth:`Scenario.to_dict` output of an already checked scenario.
+
+    Experiments hand their variants to workers this way: no key counts as set by the user
+    (the driver ran the user-key checks before dispatching).
+    """
+    return validate(copy.deepcopy(data))
+
+
 def _leaf_keys(data: dict[str, Any]) -> frozenset[str]:
     try:
         return frozenset(leaf_keys(data))

@@ -178,6 +178,7 @@ def plan_sweep(
     base = load_scenario(scenario)
     if overrides:
         base = base.with_overrides(overrides)
+    base = base.varying(set(g) | set(z))  # a policy's keys stay for the points that read them
     seed_list = [base.seed + i for i in range(seeds)]
     points: list[SweepPoint] = []
     checked: set[str] = set()

@@ -51,9 +51,11 @@ def run_point(task: dict[str, Any]) -> dict[str, Any]:
         "error", "config_error"}`` if the run raised.
     """
     import fabricsim
+    from fabricsim.config.loader import effective_scenario
 
     try:
-        res = fabricsim.run(fabricsim.load_scenario(task["scenario"]), engine=task["engine"])
+        # the planner checked the point (with the user's keys); this is its effective scenario
+        res = fabricsim.run(effective_scenario(task["scenario"]), engine=task["engine"])
     except Exception as exc:  # noqa: BLE001 - reported per point, the sweep goes on
         config_error = isinstance(exc, ConfigError)
         text = str(exc) if config_error else f"{type(exc).__name__}: {exc}"
