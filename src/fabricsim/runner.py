@@ -17,6 +17,7 @@ from fabricsim.config.loader import load_scenario
 from fabricsim.config.models import Scenario, TopologyConfig
 from fabricsim.engine_api import EngineOutput, wire_bytes
 from fabricsim.errors import ConfigError, EngineRefusal
+from fabricsim.experiments.budget import check_budget
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import with_rate_caps
 from fabricsim.metrics.results import Result, percentiles
@@ -128,6 +129,7 @@ def run(scenario: str | Path | dict[str, Any] | Scenario, engine: str | None = N
     sc = load_scenario(scenario)
     engine = engine or sc.engine.kind
     check_engine(sc, engine)
+    check_budget(sc, engine)  # before anything is allocated
     if engine != sc.engine.kind:  # the workload may depend on the engine (e.g. MoE pacing)
         sc = sc.with_overrides({"engine.kind": engine})
     fabric = fabric_of(sc)

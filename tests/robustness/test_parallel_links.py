@@ -74,11 +74,6 @@ def test_packet_run_names_parallel_links_too():
     assert any("#1" in p for p in res.flows["path"])
 
 
-@pytest.mark.xfail(
-    reason="packetsim/engine.py _spine_peaks splits labels on '>' and misses 'spine3#1' "
-    "(follow-up for the packet engine: use fabricsim.topology.fabric.label_nodes)",
-    strict=False,
-)
 def test_packet_spine_peaks_count_flows_over_parallel_links():
     from fabricsim.topology.fabric import label_nodes
 

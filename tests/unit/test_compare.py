@@ -204,6 +204,8 @@ def test_a_failing_run_leaves_no_partial_comparison(tmp_path, monkeypatch):
 
 def test_compare_in_worker_processes_matches_serial(tmp_path):
     serial = compare(TINY_FLOW, engine="flow", methods=["ecmp", "pinned"])
-    pooled = compare(TINY_FLOW, engine="flow", methods=["ecmp", "pinned"], workers=2, out=tmp_path / "c")
+    pooled = compare(
+        TINY_FLOW, engine="flow", methods=["ecmp", "pinned"], workers=2, out=tmp_path / "c"
+    )
     pd.testing.assert_frame_equal(serial.table, pooled.table)
     assert (tmp_path / "c" / "pinned" / "seed-4" / "summary.json").exists()

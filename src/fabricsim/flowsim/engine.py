@@ -82,6 +82,8 @@ class FlowEngine:
         self._last_util = np.full(nlinks, -1.0)
         self.link_bytes = np.zeros(nlinks + 1)
         self.dirty = False
+        self.conns_started = 0
+        self.stalled = False  # the loop's backstop ended the run (see _max_passes)
 
     # -- slot storage ----------------------------------------------------------------------
     def _alloc(self, slots: int) -> None:
@@ -145,6 +147,7 @@ class FlowEngine:
         self.started[flow] = self.now
         conns = self.policy.connections(flow)
         self.pending_conns[flow] = len(conns)
+        self.conns_started += len(conns)
         first = conns[0].src_port
         if first != SPRAY_ALL and self.resolver.spray == "default":
             first = int(self.resolver.default_ports[0])
@@ -269,6 +272,8 @@ class FlowEngine:
             if not dep:
                 self._push(float(f.start_s[flow]), _ARRIVAL, flow)
         limit = self._time_limit()
+        stuck = False  # the last pass changed nothing: time must move on by at least one step
+        passes = 0
         while True:
             t_next = self.heap[0][0] if self.heap else math.inf
             act = np.flatnonzero(self.active & (self.rate > 0))
@@ -276,10 +281,20 @@ class FlowEngine:
             if len(act):
                 t_done = self.now + float((self.remaining[act] / self.rate[act]).min())
             t = min(t_next, t_done)
+            if stuck:  # now + dt == now in floating point: step to the next representable time
+                t = min(t_next, max(t_done, math.nextafter(self.now, math.inf)))
             if not math.isfinite(t) or t > limit:
                 self._advance(min(limit, t) if math.isfinite(t) else self.now)
                 break
-            self._advance(t)
+            passes += 1
+            if passes > self._max_passes():  # cannot happen while time advances; never hang
+                self.stalled = True
+                break
+            before = (self.now, self.events)
+            if stuck:
+                self._advance(t, clamp=True)
+            else:
+                self._advance(t)
             self._process_completions()
             while self.heap and self.heap[0][0] <= self.now:
                 _, kind, _, payload = heapq.heappop(self.heap)
@@ -288,19 +303,28 @@ class FlowEngine:
                     self._arrive(int(payload))  # type: ignore[call-overload]
                 else:
                     payload()  # type: ignore[operator]
+            stuck = (self.now, self.events) == before and not self.dirty
             if self.dirty:
                 self._recompute()
         return self._output(time.perf_counter() - wall0, limit)
 
-    def _advance(self, t: float) -> None:
+    def _max_passes(self) -> int:
+        """Passes of the main loop a run may take: each pass pops an event, completes a
+        connection, or (at most twice per completion) moves time on; a backstop, never reached."""
+        return 4 * (self.seq + self.conns_started) + 64
+
+    def _advance(self, t: float, clamp: bool = False) -> None:
         dt = t - self.now
         if dt > 0:
-            self.remaining -= self.rate * dt
+            moved = self.rate * dt
+            if clamp:  # a forced step: a connection sends at most what it has left
+                moved = np.minimum(moved, np.maximum(self.remaining, 0.0))
+            self.remaining -= moved
             moving = np.flatnonzero(self.rate > 0)
             if len(moving):  # per-link byte counters: an independent conservation check
                 self.link_bytes += np.bincount(
                     self.links[moving].ravel(),
-                    weights=(self.coef[moving] * (self.rate[moving] * dt)[:, None]).ravel(),
+                    weights=(self.coef[moving] * moved[moving, None]).ravel(),
                     minlength=len(self.link_bytes),
                 )
         self.now = t
@@ -321,6 +345,8 @@ class FlowEngine:
         f = self.flows
         rate = float(np.min(self.fabric.link_rate_bps[self.fabric.host_uplink]))
         total = float(np.sum(f.size_bytes)) * (1 + self.hdr / self.mss) * 8
+        if not rate > 0:  # a host link of 0 bps: the run ends when nothing can move
+            return math.inf
         return float(np.max(f.start_s, initial=0.0)) + 2 * total / rate + 1.0
 
     def _wire_delivered(self, conn: _Conn) -> float:
@@ -377,6 +403,8 @@ class FlowEngine:
                 "events_per_s": self.events / max(wall, 1e-9),
             },
         )
+        if self.stalled:
+            out.summary["stalled"] = True  # unfinished flows are reported with finish NaN
         if self.record:
             out.tables.update(self._timeline_tables(tops))
         return out
@@ -392,7 +420,19 @@ class FlowEngine:
         links_df = pd.DataFrame(
             {"link": names[links], "time_s": times, "utilization": util, "queue_bytes": 0.0}
         )
-        rows = [(tops[i], t, int(v[i])) for t, v in self.tl_tops for i in range(len(tops))]
-        spine_df = pd.DataFrame(rows, columns=["spine", "time_s", "active_flows"])
-        spine_df = spine_df.drop_duplicates(["spine", "time_s"], keep="last")
-        return {"timeline_links": links_df, "timeline_spine_flows": spine_df.reset_index(drop=True)}
+        # perf: columns, not one tuple per (time, spine): rows = changes x spines can be millions
+        n_top = len(tops)
+        if not (self.tl_tops and n_top):
+            spine_df = pd.DataFrame([], columns=["spine", "time_s", "active_flows"])
+            return {"timeline_links": links_df, "timeline_spine_flows": spine_df}
+        # One row per (spine, time), the last count at that time.  Times never decrease, so
+        # keeping the last record of each run of equal times is drop_duplicates(keep="last").
+        t_rec = np.array([t for t, _ in self.tl_tops], dtype=np.float64)
+        keep = np.flatnonzero(np.r_[t_rec[1:] != t_rec[:-1], True])
+        counts = np.stack([self.tl_tops[i][1] for i in keep]).astype(np.int64).ravel()
+        names_col = np.empty(len(keep) * n_top, dtype=object)
+        names_col[:] = np.tile(np.array(tops, dtype=object), len(keep))
+        spine_df = pd.DataFrame(
+            {"spine": names_col, "time_s": np.repeat(t_rec[keep], n_top), "active_flows": counts}
+        )
+        return {"timeline_links": links_df, "timeline_spine_flows": spine_df}

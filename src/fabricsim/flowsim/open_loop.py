@@ -83,13 +83,17 @@ def _processor_sharing(start_s: np.ndarray, wire: np.ndarray, rate: float) -> np
     end = np.empty(len(wire))
     heap: list[tuple[float, int]] = []
     served, t, i, n = 0.0, float(start_s[order[0]]), 0, len(wire)
+    stuck = False  # the last pass changed nothing: time must move on by at least one step
     while i < n or heap:
         t_arr = float(start_s[order[i]]) if i < n else math.inf
         k = len(heap)
         t_fin = t + (heap[0][0] - served) * k / rate if heap else math.inf
         t_next = min(t_arr, t_fin)
+        if stuck:  # t + dt == t in floating point: step to the next representable time
+            t_next = min(t_arr, max(t_fin, math.nextafter(t, math.inf)))
         if heap:
             served += (t_next - t) * rate / k
+        before = (t, len(heap), i)
         t = t_next
         while heap and heap[0][0] <= served + 1e-12 * abs(heap[0][0]):
             end[heapq.heappop(heap)[1]] = t
@@ -97,6 +101,7 @@ def _processor_sharing(start_s: np.ndarray, wire: np.ndarray, rate: float) -> np
             f = int(order[i])
             heapq.heappush(heap, (served + wire[f], f))
             i += 1
+        stuck = (t, len(heap), i) == before
     return end
 
 

@@ -50,11 +50,57 @@ from fabricsim.packetsim.core import (
 from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_member_choices
 from fabricsim.rng import stream
 from fabricsim.routing.router import Router
-from fabricsim.topology.fabric import Fabric
-from fabricsim.units import PS_PER_S, bdp_bytes, ps_to_s, s_to_ps, us_to_ps
+from fabricsim.topology.fabric import Fabric, label_nodes
+from fabricsim.units import MAX_TIME_S, PS_PER_S, bdp_bytes, ps_to_s, s_to_ps, us_to_ps
 from fabricsim.workloads.base import FlowTable
 
 MAX_PATH_LABELS = 8
+MAX_TIME_PS = s_to_ps(MAX_TIME_S)
+"""No simulated time goes past this (1e18 ps: inside int64, where the outputs keep times)."""
+
+
+def time_ps(value_s: float, key: str) -> int:
+    """``value_s`` seconds as integer picoseconds, or :class:`ConfigError` naming ``key``.
+
+    A time that is not finite, negative or over ``MAX_TIME_S`` would overflow the engine's
+    integer clock (or never come); it is refused in one line instead.
+
+    Examples
+    --------
+    >>> time_ps(1.5e-6, "workload.start_s")
+    1500000
+    >>> time_ps(float("inf"), "engine.time_limit_s")
+    Traceback (most recent call last):
+    ...
+    fabricsim.errors.ConfigError: engine.time_limit_s: must be a finite time in [0, 1e+06] s (MAX_TIME_S), got inf
+    """
+    v = float(value_s)
+    if not (math.isfinite(v) and 0.0 <= v <= MAX_TIME_S):
+        raise ConfigError(
+            f"{key}: must be a finite time in [0, {MAX_TIME_S:g}] s (MAX_TIME_S), got {v:g}"
+        )
+    return s_to_ps(v)
+
+
+def _duration_ps(value_us: float, key: str) -> int:
+    """A positive duration in microseconds as picoseconds (>= 1 ps), or :class:`ConfigError`."""
+    v = float(value_us)
+    if not (math.isfinite(v) and v <= MAX_TIME_S * 1e6) or us_to_ps(v) < 1:
+        raise ConfigError(
+            f"{key}: must be between 1e-06 us (1 ps) and {MAX_TIME_S * 1e6:g} us (MAX_TIME_S), "
+            f"got {v:g}"
+        )
+    return us_to_ps(v)
+
+
+def _start_key(sc: Scenario) -> str:
+    """The key that sets the flows' start times (named when one is out of range)."""
+    kind = sc.workload.kind
+    if kind == "trace":
+        return "workload.path (start_s column)"
+    if kind == "kv_cache":
+        return "workload.qps (Poisson arrivals of workload.requests)"
+    return "workload.start_s"
 
 
 def check_packet_scenario(sc: Scenario) -> None:
@@ -82,6 +128,33 @@ def check_packet_scenario(sc: Scenario) -> None:
         )
 
 
+def check_packet_times(sc: Scenario, flows: FlowTable) -> None:
+    """Refuse (:class:`ConfigError`, one line naming the key) times the integer clock cannot hold.
+
+    The config bounds these at input; this keeps the engine safe whatever reaches it.
+    """
+    if sc.engine.time_limit_s is not None:
+        time_ps(sc.engine.time_limit_s, "engine.time_limit_s")
+    start = np.asarray(flows.start_s, dtype=np.float64)
+    bad = np.flatnonzero(~(np.isfinite(start) & (start >= 0) & (start <= MAX_TIME_S)))
+    if len(bad):
+        time_ps(float(start[bad[0]]), f"{_start_key(sc)}: flow {int(bad[0])} start")
+    for i, failure in enumerate(sc.topology.link_failures):
+        time_ps(failure.at_s, f"topology.link_failures[{i}].at_s")
+    if sc.records.timelines:
+        _duration_ps(sc.records.timeline_interval_us, "records.timeline_interval_us")
+    if sc.nic.rto_us:
+        _duration_ps(sc.nic.rto_us, "nic.rto_us")
+    sizes = np.maximum(np.asarray(flows.size_bytes, dtype=np.int64), 1)
+    packets = int(np.sum(-(-sizes // sc.nic.rdma_data_mss), dtype=np.float64))
+    if packets > sc.engine.max_packets:  # per-PSN state is allocated up front: refuse first
+        raise EngineRefusal(
+            f"scenario '{sc.name}' needs about {packets:.2g} data packets, over "
+            f"engine.max_packets={sc.engine.max_packets:.2g}; use --engine flow or a smaller "
+            "workload"
+        )
+
+
 class PacketEngine:
     """Run a flow table as messages of packets (see :func:`fabricsim.run`).
 
@@ -93,6 +166,7 @@ class PacketEngine:
         self, sc: Scenario, fabric: Fabric, router: Router, flows: FlowTable, policy: PathPolicy
     ) -> None:
         check_packet_scenario(sc)
+        check_packet_times(sc, flows)
         self.sc, self.fabric, self.router = sc, fabric, router
         self.flows, self.policy = flows, policy
         nic = sc.nic
@@ -104,7 +178,9 @@ class PacketEngine:
         else:
             self.base_rtt_ps = us_to_ps(float(nic.initial_base_rtt_us))
         self.ports = self._build_ports(RandomPool(stream(sc.seed, "switch")).random)
-        self.rto_ps = us_to_ps(nic.rto_us) if nic.rto_us else self._default_rto_ps()
+        self.rto_ps = (
+            _duration_ps(nic.rto_us, "nic.rto_us") if nic.rto_us else self._default_rto_ps()
+        )
         self.sink = DropSink()
         top_index = {int(s): i for i, s in enumerate(fabric.top_switches)}
         forwarding = make_forwarding(sc, router, RandomPool(stream(sc.seed, "switch/hash")).random)
@@ -229,9 +305,10 @@ class PacketEngine:
                 self.sim,
                 self.fabric,
                 self.ports,
-                us_to_ps(r.timeline_interval_us),
+                _duration_ps(r.timeline_interval_us, "records.timeline_interval_us"),
                 self.spine,
                 lambda: self.unresolved > 0,
+                max_rows=int(self.sc.engine.memory_limit_gb() * 1e9 / rec.PACKET_SAMPLE_BYTES),
             )
 
     def _entry(self, port: Port) -> Callable:
@@ -258,6 +335,8 @@ class PacketEngine:
         return ps_to_s(self.sim.now)
 
     def schedule(self, at_s: float, callback: Callable[[], None]) -> None:
+        if not at_s <= MAX_TIME_S:  # never due: no run goes past MAX_TIME_S (inf and NaN too)
+            return
         self.sim.at(s_to_ps(at_s), lambda _: callback())
 
     def reroute(self, flow: int, index: int, src_port: int) -> None:
@@ -283,7 +362,7 @@ class PacketEngine:
             port.fail()
             self.routes.link_failed()
 
-        self.sim.at(s_to_ps(at_s), fail)
+        self.sim.at(time_ps(at_s, "topology.link_failures.at_s"), fail)
 
     # -- flows -------------------------------------------------------------------------------
     def _arrive(self, flow: int) -> None:
@@ -336,13 +415,16 @@ class PacketEngine:
     def time_limit_ps(self) -> int:
         """The simulated-time limit (``engine.time_limit_s`` or the automatic bound)."""
         if self.sc.engine.time_limit_s is not None:
-            return s_to_ps(self.sc.engine.time_limit_s)
+            return time_ps(self.sc.engine.time_limit_s, "engine.time_limit_s")
         f, fab = self.flows, self.fabric
         rate = float(np.min(fab.link_rate_bps[fab.host_uplink]))
         total = sum(wire_bytes(int(s), self.mss, self.hdr) for s in f.size_bytes)
         last = float(np.max(f.start_s, initial=0.0))
         backoff = self.rto_ps * 2 ** (self.sc.nic.max_retries + 1)
-        return s_to_ps(last + 4 * total * 8 / rate + 1e-3) + backoff
+        span_s = last + 4 * total * 8 / rate + 1e-3 if rate > 0 else math.inf
+        if not span_s <= MAX_TIME_S:  # a run never goes past MAX_TIME_S (int64 picoseconds)
+            return MAX_TIME_PS
+        return min(s_to_ps(span_s) + backoff, MAX_TIME_PS)
 
     def run(self) -> EngineOutput:
         wall0 = time.perf_counter()
@@ -456,7 +538,7 @@ class PacketEngine:
                 continue
             start = s_to_ps(float(self.flows.start_s[flow]))
             end = int(self.finish_ps[flow]) if self.finish_ps[flow] >= 0 else self.sim.now
-            names = {n for p in pdcs for label in p.labels for n in label.split(">")}
+            names = {n for p in pdcs for label in p.labels for n in label_nodes(label)}
             for name in tops.values():
                 if name in names:
                     events[name] += [(start, 1), (end, -1)]

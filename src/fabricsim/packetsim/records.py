@@ -13,12 +13,14 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from fabricsim.errors import ConfigError
 from fabricsim.packetsim.core import Port, Sim
 from fabricsim.topology.fabric import Fabric
 
@@ -28,6 +30,10 @@ MONITOR_COLUMNS = (
     "path", "reps_state", "reps_cache_values",
 )
 # fmt: on
+
+PACKET_SAMPLE_BYTES = (
+    160  # memory of one timeline row (link or spine), bytes; the run budget uses it
+)
 
 
 def monitor_table(rows: list[tuple]) -> pd.DataFrame:
@@ -146,13 +152,17 @@ class TimelineSampler:
         interval_ps: int,
         spine: SpineFlows,
         alive: Callable[[], bool],
+        max_rows: int | None = None,
     ) -> None:
         self.sim, self.fabric, self.ports, self.interval = sim, fabric, ports, interval_ps
         self.spine, self.alive = spine, alive
+        self.max_rows = max_rows
         self.last_bytes = [0.0] * len(ports)
         self.was_active = [False] * len(ports)
-        self.rows: list[tuple[int, float, float, int]] = []
-        self.spine_rows: list[tuple[int, float, int]] = []
+        # perf: typed columns (about 28 bytes a row), not a tuple per row (about 250 bytes)
+        self.link_col, self.t_col = array("q"), array("d")
+        self.util_col, self.queue_col = array("d"), array("q")
+        self.spine_top, self.spine_t, self.spine_n = array("q"), array("d"), array("q")
 
     def start(self) -> None:
         self.sim.at(self.interval, self.sample)
@@ -162,6 +172,12 @@ class TimelineSampler:
         t_s = now / 1e12
         secs = self.interval / 1e12
         nominal = self.fabric.link_nominal_bps
+        link_col, t_col, util_col, queue_col = (
+            self.link_col,
+            self.t_col,
+            self.util_col,
+            self.queue_col,
+        )
         for i, port in enumerate(self.ports):
             # bytes on the wire so far: started bytes less what is still to serialize
             done = port.tx_bytes - max(port.busy_until - now, 0) * port.rate_bps / 8e12
@@ -173,25 +189,53 @@ class TimelineSampler:
             active = sent > 1e-9 or queued > 0
             if active or self.was_active[i]:
                 util = max(sent, 0.0) * 8 / (float(nominal[i]) * secs)
-                self.rows.append((i, t_s, util, queued))
+                link_col.append(i)
+                t_col.append(t_s)
+                util_col.append(util)
+                queue_col.append(queued)
             self.was_active[i] = active
         for top, n in enumerate(self.spine.take()):
-            self.spine_rows.append((top, t_s, n))
+            self.spine_top.append(top)
+            self.spine_t.append(t_s)
+            self.spine_n.append(n)
+        if self.max_rows is not None and len(t_col) + len(self.spine_t) > self.max_rows:
+            raise ConfigError(
+                f"records.timeline_interval_us={self.interval / 1e6:g}: the timelines passed "
+                f"{self.max_rows:.3g} samples by t={t_s:.3g} s, over the memory budget "
+                "(engine.max_memory_gb); use a larger records.timeline_interval_us, "
+                "records.timelines=false or a larger engine.max_memory_gb"
+            )
         if self.alive():
             self.sim.at(now + self.interval, self.sample)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         names = self.fabric.link_names
         tops = [self.fabric.node_names[s] for s in self.fabric.top_switches]
-        links = pd.DataFrame(
-            [(names[i], t, u, q) for i, t, u, q in self.rows],
-            columns=["link", "time_s", "utilization", "queue_bytes"],
+        links = _frame(
+            names,
+            ["link", "time_s", "utilization", "queue_bytes"],
+            self.link_col,
+            (self.t_col, self.util_col, self.queue_col),
         )
-        spines = pd.DataFrame(
-            [(tops[i], t, n) for i, t, n in self.spine_rows],
-            columns=["spine", "time_s", "active_flows"],
+        spines = _frame(
+            tops, ["spine", "time_s", "active_flows"], self.spine_top, (self.spine_t, self.spine_n)
         )
         return {"timeline_links": links, "timeline_spine_flows": spines}
+
+
+def _frame(names: Sequence[str], columns: list[str], index: array, rest: tuple) -> pd.DataFrame:
+    """A table whose first column is ``names[index]`` and the others the typed columns ``rest``
+    (as ``pd.DataFrame`` of the row tuples would build it, empty included)."""
+    if not len(index):
+        return pd.DataFrame([], columns=columns)
+    label = np.empty(len(index), dtype=object)
+    label[:] = np.array(names, dtype=object)[np.frombuffer(index, dtype=np.int64)]
+    data = {columns[0]: label}
+    for name, col in zip(columns[1:], rest, strict=True):
+        data[name] = np.frombuffer(
+            col, dtype=np.float64 if col.typecode == "d" else np.int64
+        ).copy()
+    return pd.DataFrame(data)
 
 
 def transport_stats(nics: Sequence[Any], names: Sequence[str]) -> dict[str, Any]:

@@ -1,0 +1,593 @@
+"""The memory budget: what a run will need, estimated from the scenario alone, and its refusal.
+
+:func:`estimate` reads nothing but the :class:`~fabricsim.config.models.Scenario` (no fabric is
+built, no workload generated, no file read: a trace counts by its size or its Parquet footer),
+so it runs in microseconds, before anything is allocated.  :func:`check_budget` raises :class:`ConfigError` (exit 2, one
+line naming the dominant term's key) when the estimate exceeds ``engine.max_memory_gb``
+(``auto``: half of this machine's RAM).
+
+The model
+---------
+Peak resident memory is a sum of terms, each a count the scenario fixes times a cost per item
+measured as peak RSS (``/usr/bin/time -v fabricsim run ...``, CPython 3.11, numpy 2, pandas 3;
+the coefficients are rounded up: the estimate is 1.1-1.4 x the measured peak where the counts
+are exact, and far above it where a count is itself an upper bound, e.g. timeline samples):
+
+========================  =====================================================  =============
+term                      count                                                  bytes each
+========================  =====================================================  =============
+baseline                  interpreter, numpy, pandas, pyarrow, fabricsim         0.2 GB
+fabric paths              ECMP path table: leaves x nodes hop distances          13
+                          (float64 from scipy's shortest_path, then int32)
+fabric                    links; nodes                                           300; 200
+packet ports and NICs     links; hosts (packet engine only)                      2,200; 2,000
+flows                     connections (flow engine, max-min); flows (open loop)  2,000; 1,000
+                          flows (packet engine: PDC, controller, receiver)       5,500
+                          + flows under ``lb.policy=ark`` (reservations)         3,500
+sprayed paths             flow engine, spraying: host pairs x paths per pair;    200
+                          connections x links one connection spreads over        48
+route cache               packet engine: distinct (host pair, entropy) routes    350
+packets                   data packets (per-PSN state: 8-byte send time, 2       40
+                          state bytes, allocator slack), at most
+                          ``engine.max_packets`` (the runner refuses more)
+uet_monitor               one row per data packet sent                           650
+timeline samples          packet engine: (links + top switches) x duration /     160
+                          ``records.timeline_interval_us``;
+                          flow engine: 2 x connections x (top switches +         64
+                          4 x path links)
+MoE matrix                GPUs^2 demand matrix (counts, bytes, copies)           48
+prompt table              kv_cache rank-Zipf: prompt_max - prompt_min + 1        40
+========================  =====================================================  =============
+
+Counts come from the config (:mod:`fabricsim.topology.builders`, :mod:`fabricsim.workloads`):
+
+* leaf-spine: ``hosts = leaves x hosts_per_leaf``; ``nodes = hosts + leaves + spines``;
+  ``links = 2 (hosts + leaves x spines x parallel_links)``; ``spines x parallel_links``
+  paths between two leaves.  Fat tree of radix ``k``: ``hosts = k (k/2) hosts_per_edge``,
+  ``nodes = hosts + k^2 + k^2/4``, ``links = 2 (hosts + k^3/2)``, ``k^2/4`` paths.
+* flows: permutation = hosts; incast = senders; leaf_to_leaf = hosts of a leaf (or
+  ``workload.hosts``); collective ring all-reduce = ``2 (n - 1) n``, all-to-all =
+  ``n (n - 1)``; kv_cache = requests; moe = at most ``gpus x min(gpus, tokens x top_k)``
+  (``gpus^2`` for matrix files); trace = rows, at most the file's bytes / 8 (a CSV row is at
+  least ``0,1,1,0`` and a newline), or a Parquet file's row count.
+* bytes (for packets and durations) follow from the sizes; the kv_cache mean prompt is the
+  rank-Zipf mean (Euler-Maclaurin sums), a prompt trace counts ``prompt_max_tokens``; traces
+  and matrix files have unknown bytes (their packet and duration terms are left out, and
+  the runner's exact packet count and the samplers' run-time caps still apply).
+* packet-engine timeline duration: ``engine.time_limit_s`` if it is shorter, else the last
+  start + 2 x the busiest host's wire bytes at the slowest host rate + 8 RTOs (the full
+  backoff ``rto x 2^(max_retries + 1)`` when links fail), RTO as the packet engine derives it.
+
+The packet engine's timeline sampler also caps its rows at run time (``engine.max_memory_gb``
+/ 160 bytes), so a duration estimated too short ends as a one-line refusal, not as an
+exhausted machine.
+
+Measurements behind the coefficients (peak RSS, MB; estimate in brackets):
+
+* fabric, incast of one sender: fat tree k=8 161 [200], k=32 220 [280], k=40 348 [420],
+  k=48 604 [713], k=64 1,953 [2,213]; leaf-spine 512 x 128 x 64 hosts 416 [488],
+  64 x 64 x 8 hosts x 64 parallel links 304 [358] (packet engine 1,439 [1,515]),
+  64 x 1 x 256 hosts on the packet engine 283 [332]; k=128 needs 58 GB for the path table
+  (33 GiB of it float64, where it used to die).
+* flows: kv_cache 1e4 / 1e5 requests (flow engine) 183 [222] / 321 [402], with
+  ``lb.policy=ark`` 216 [257]; permutation on k=32 (8,192 flows) 236 [296]; ring all-reduce
+  over 128 hosts (32,512 flows) 216 [265]; open-loop MoE over 256 GPUs 233 [288]; 2e4
+  one-packet flows on the packet engine 273 [311].
+* packets: one 1 GiB / 4 GiB message (262,144 / 1,048,576 packets) 167 [211] / 182 [242];
+  with ``records.uet_monitor`` 353 [381].
+* timelines: packet MoE at 2 / 0.05 / 0.01 us 265 [308] / 336 [1,726] / 563 [7,546]
+  (about 120 bytes a row measured; the count assumes every link active for the whole
+  estimated span); flow engine, permutation on k=24 213 [304].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fabricsim.errors import ConfigError
+from fabricsim.packetsim.records import PACKET_SAMPLE_BYTES
+from fabricsim.units import MAX_TIME_S
+from fabricsim.workloads.kv_models import get_model
+from fabricsim.workloads.moe import GENERIC, PRESETS
+
+GB = 1e9
+
+BASELINE_BYTES = 0.2 * GB
+PATH_TABLE_BYTES = 13  # per (leaf, node) hop distance
+LINK_BYTES = 300
+NODE_BYTES = 200
+PACKET_PORT_BYTES = 2_200  # packet engine: Port, route-table entries, per link
+PACKET_NIC_BYTES = 2_000  # packet engine: Nic, per host
+FLOW_CONN_BYTES = 2_000  # flow engine (max-min): per connection, output row included
+OPEN_LOOP_FLOW_BYTES = 1_000
+PACKET_FLOW_BYTES = 5_500
+ARK_FLOW_BYTES = 3_500
+SPRAY_PATH_BYTES = 200
+SPRAY_SLOT_BYTES = 48  # per (connection, link) slot of the flow engine's arrays
+ROUTE_BYTES = 350
+PACKET_BYTES = 40
+MONITOR_ROW_BYTES = 650
+FLOW_SAMPLE_BYTES = 64  # one timeline row of the flow engine
+MATRIX_ENTRY_BYTES = 48
+PROMPT_ENTRY_BYTES = 40
+
+_TERM_ORDER = (
+    "baseline",
+    "fabric paths",
+    "fabric",
+    "packet ports and NICs",
+    "flows",
+    "sprayed paths",
+    "route cache",
+    "packets",
+    "uet_monitor",
+    "timeline samples",
+    "MoE matrix",
+    "prompt table",
+)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a run of a scenario on an engine will hold in memory (see the module docstring).
+
+    ``paths`` counts the ECMP path table's entries (every leaf's hop distance from every
+    node); ``breakdown`` maps each term to its bytes; ``notes`` says what could not be
+    counted from the config alone.
+    """
+
+    engine: str
+    nodes: int
+    links: int
+    paths: int
+    flows: int
+    timeline_samples: int
+    packets: int
+    bytes_estimate: int
+    breakdown: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def gb(self) -> float:
+        """The estimate in GB (10^9 bytes)."""
+        return self.bytes_estimate / GB
+
+    @property
+    def dominant(self) -> str:
+        """The term with the most bytes (baseline excluded)."""
+        terms = {k: v for k, v in self.breakdown.items() if k != "baseline"}
+        return max(terms, key=lambda k: terms[k]) if terms else "baseline"
+
+
+@dataclass
+class _Fabric:
+    kind: str
+    hosts: int
+    nodes: int
+    links: int
+    leaves: int
+    tops: int
+    pair_paths: int  # equal-cost paths between hosts of different leaves
+    path_links: int  # links on the longest host-to-host path
+    host_bps: float
+    fabric_bps: float
+
+
+@dataclass
+class _Load:
+    flows: int = 0
+    bytes_total: float | None = 0.0  # None: unknown from the config alone
+    busiest: float | None = 0.0  # bytes the most loaded host sends or receives
+    last_start_s: float = 0.0
+    pairs: int = 0  # distinct (src, dst) host pairs, at most
+    matrix: float = 0.0  # MoE matrix entries
+    prompt_table: float = 0.0  # kv_cache rank-Zipf table entries
+    notes: list[str] = field(default_factory=list)
+
+
+# -- counts from the config --------------------------------------------------------------------
+def _fabric(sc: Any) -> _Fabric:
+    t = sc.topology
+    host_bps = max(float(t.host_link_gbps) * 1e9, 1.0)  # the builder's rates are whole bit/s
+    fabric_bps = max(float(t.fabric_link_gbps) * 1e9, 1.0)
+    if t.kind == "fat_tree":
+        k = int(t.k)
+        half = k // 2
+        per_edge = int(t.hosts_per_edge or half)
+        hosts = k * half * per_edge
+        edges = aggs = k * half
+        cores = half * half
+        links = 2 * (hosts + k * half * half + k * half * half)
+        return _Fabric(
+            "fat_tree", hosts, hosts + edges + aggs + cores, links, edges, cores, cores, 6,
+            host_bps, fabric_bps,
+        )  # fmt: skip
+    leaves, spines = int(t.leaves), int(t.spines)
+    par = int(getattr(t, "parallel_links", 1) or 1)
+    hosts = leaves * int(t.hosts_per_leaf)
+    links = 2 * (hosts + leaves * spines * par)
+    path_links = 4 if leaves > 1 else 2
+    return _Fabric(
+        "leaf_spine", hosts, hosts + leaves + spines, links, leaves, spines, spines * par,
+        path_links, host_bps, fabric_bps,
+    )  # fmt: skip
+
+
+def _harmonic(n: float, a: float) -> float:
+    """``sum(r ** -a for r in 1..n)``: 64 terms exactly, the tail by Euler-Maclaurin (< 1e-6)."""
+    head = float(sum(r**-a for r in range(1, int(min(n, 64)) + 1)))
+    if n <= 64:
+        return head
+    m = 65.0
+    if abs(a - 1.0) < 1e-12:
+        integral = math.log(n) - math.log(m)
+    else:
+        integral = (n ** (1 - a) - m ** (1 - a)) / (1 - a)
+    ends = (m**-a + n**-a) / 2 + a * (m ** (-a - 1) - n ** (-a - 1)) / 12
+    return head + integral + ends
+
+
+def _rank_zipf_mean(lo: int, hi: int, theta: float) -> float:
+    """Mean prompt of the rank-Zipf law on ``lo..hi`` (see kv_models.RankZipf)."""
+    n = hi - lo + 1
+    return lo - 1 + _harmonic(n, theta - 1) / _harmonic(n, theta)
+
+
+def _trace_rows(path: str) -> int | None:
+    p = Path(path)
+    try:
+        if p.suffix.lower() in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            return int(pq.read_metadata(p).num_rows)
+        return max(1, p.stat().st_size // 8) if p.is_file() else None
+    except Exception:  # noqa: BLE001 - unreadable: the workload reader refuses it in one line
+        return None
+
+
+def _moe_load(sc: Any, fab: _Fabric, load: _Load) -> None:
+    wl = sc.workload
+    if wl.matrix == "pure_zipf":
+        n = int(wl.gpus or fab.hosts // 2)
+        total = float(wl.total_bytes_per_sender)
+        load.flows = load.pairs = n * n
+        load.matrix = float(n * n)
+        load.bytes_total = n * total
+        load.busiest = max(total, n * total / _harmonic(max(n, 1), 1.0))
+        return
+    n = int(wl.gpus or fab.hosts)
+    load.matrix = float(n * n)
+    if wl.matrix != "zipf":
+        load.flows = load.pairs = n * n
+        load.bytes_total = load.busiest = None
+        load.notes.append(f"workload.matrix={wl.matrix}: bytes unknown before reading the file")
+        return
+
+    base = PRESETS[wl.model] if wl.model else GENERIC
+    top_k = int(wl.top_k or base.top_k)
+    token_bytes = float(
+        (wl.hidden_size or base.hidden_size) * (wl.bytes_per_element or base.bytes_per_element)
+    )
+    tokens = int(wl.tokens_per_gpu)
+    outside = max(n - min(int(wl.gpus_per_server), n), 1)  # GPUs outside a sender's server
+    per_sender = min(outside, tokens * min(top_k, n))
+    load.flows = load.pairs = n * max(per_sender, 1)
+    load.bytes_total = n * tokens * min(top_k, n) * token_bytes
+    load.busiest = max(tokens * min(top_k, n), n * tokens) * token_bytes
+    load.matrix += min(n * tokens * top_k, 2_000_000)  # one batch of sampled tokens
+
+
+def _load(sc: Any, fab: _Fabric) -> _Load:
+    wl, load = sc.workload, _Load()
+    kind = wl.kind
+    hosts = fab.hosts
+    if kind == "permutation":
+        load.flows = load.pairs = hosts
+        load.bytes_total = float(hosts) * wl.size_bytes
+        load.busiest = float(wl.size_bytes)
+        load.last_start_s = float(wl.start_s)
+    elif kind == "incast":
+        n = max(1, min(int(wl.senders), hosts - 1))
+        load.flows = load.pairs = n
+        load.bytes_total = load.busiest = float(n) * wl.size_bytes
+        load.last_start_s = float(wl.start_s)
+    elif kind == "leaf_to_leaf":
+        per_leaf = hosts // max(fab.leaves, 1)
+        n = max(1, min(int(wl.hosts or per_leaf), per_leaf))
+        load.flows = load.pairs = n
+        load.bytes_total = float(n) * wl.size_bytes
+        load.busiest = float(wl.size_bytes)
+        load.last_start_s = float(wl.start_s)
+    elif kind == "collective":
+        n = len(wl.hosts) if wl.hosts is not None else hosts
+        chunk = float(max(1, wl.size_bytes // max(n, 1)))
+        steps = 2 * (n - 1) if wl.op == "ring_allreduce" else n - 1
+        load.flows = steps * n
+        load.pairs = n if wl.op == "ring_allreduce" else n * (n - 1)
+        load.bytes_total = load.flows * chunk
+        load.busiest = steps * chunk
+        load.last_start_s = float(wl.start_s)
+    elif kind == "kv_cache":
+        n = int(wl.requests)
+        per_token = float(wl.kv_bytes_per_token or get_model(wl.model).kv_bytes_per_token)
+        if wl.prompt == "zipf":
+            lo, hi = int(wl.prompt_min_tokens), int(wl.prompt_max_tokens)
+            tokens = _rank_zipf_mean(lo, hi, float(wl.prompt_theta))
+            load.prompt_table = float(hi - lo + 1)
+        elif wl.prompt == "fixed":
+            tokens = float(wl.prompt_tokens)
+        else:
+            tokens = float(wl.prompt_max_tokens)
+            load.notes.append(
+                "workload.prompt=trace: prompts counted as workload.prompt_max_tokens"
+            )
+        decode = len(wl.decode_hosts) if wl.decode_hosts else hosts - hosts // 2
+        prefill = len(wl.prefill_hosts) if wl.prefill_hosts else hosts // 2
+        load.flows = n
+        load.pairs = min(n, max(decode, 1) * max(prefill, 1))
+        load.bytes_total = n * tokens * per_token
+        load.busiest = load.bytes_total * min(1.0, 2.0 / max(min(decode, prefill), 1))
+        load.last_start_s = (n + 4 * math.sqrt(n) + 4) / float(wl.qps)
+    elif kind == "moe":
+        _moe_load(sc, fab, load)
+        load.last_start_s = float(wl.start_s)
+    elif kind == "trace":
+        rows = _trace_rows(wl.path)
+        load.flows = load.pairs = rows or 0
+        load.bytes_total = load.busiest = None
+        load.notes.append("workload.kind=trace: bytes and start times unknown before reading")
+    return load
+
+
+def _packets(sc: Any, load: _Load) -> int:
+    if load.bytes_total is None:
+        return 0
+    return int(load.bytes_total / sc.nic.rdma_data_mss) + load.flows
+
+
+def _rto_s(sc: Any, fab: _Fabric) -> float:
+    """The packet engine's RTO: ``nic.rto_us``, else 2 x (base RTT + full-buffer drains)."""
+    nic, sw = sc.nic, sc.switch
+    if nic.rto_us:
+        return float(nic.rto_us) * 1e-6
+    delay = float(sc.topology.link_delay_us) * 1e-6
+    mtu_bits = (nic.rdma_data_mss + nic.header_bytes) * 8
+    unloaded = fab.path_links * (2 * delay + mtu_bits / min(fab.host_bps, fab.fabric_bps))
+    base = unloaded if nic.initial_base_rtt_us == "auto" else float(nic.initial_base_rtt_us) * 1e-6
+    base = max(base, unloaded)
+    if sw.buffer_bytes:
+        drain = float(sw.buffer_bytes) * 8 / fab.fabric_bps
+    else:
+        drain = float(sw.buffer_bdp) * base
+    return 2 * (base + (fab.path_links - 1) * drain)
+
+
+def _packet_duration_s(sc: Any, fab: _Fabric, load: _Load) -> float | None:
+    """How long the packet engine's samplers run, at most (see the module docstring)."""
+    limit = sc.engine.time_limit_s
+    if limit is not None:
+        limit = min(float(limit), MAX_TIME_S)
+    if load.busiest is None:
+        return limit
+    wire = 1 + sc.nic.header_bytes / sc.nic.rdma_data_mss
+    busy = load.busiest * wire * 8 / fab.host_bps
+    rto = _rto_s(sc, fab)
+    failing = bool(sc.topology.failed_links) or bool(sc.topology.link_failures)
+    tail = rto * (2 ** (sc.nic.max_retries + 1) if failing else 8)
+    span = min(load.last_start_s + 2 * busy + tail, MAX_TIME_S)  # no run goes past MAX_TIME_S
+    return min(span, float(limit)) if limit is not None else span
+
+
+# -- the estimate ------------------------------------------------------------------------------
+def estimate(sc: Any, engine: str) -> Estimate:
+    """Estimate the peak memory of running ``sc`` on ``engine`` from the config alone.
+
+    Examples
+    --------
+    >>> from fabricsim.config import load_scenario
+    >>> est = estimate(load_scenario("permutation"), "flow")
+    >>> est.nodes, est.links, est.flows
+    (208, 768, 128)
+    >>> est.gb < 1
+    True
+    """
+    fab = _fabric(sc)
+    load = _load(sc, fab)
+    lb, nic, rec = sc.lb, sc.nic, sc.records
+    terms: dict[str, float] = dict.fromkeys(_TERM_ORDER, 0.0)
+    terms["baseline"] = BASELINE_BYTES
+    path_entries = fab.leaves * fab.nodes
+    terms["fabric paths"] = PATH_TABLE_BYTES * float(path_entries)
+    terms["fabric"] = LINK_BYTES * float(fab.links) + NODE_BYTES * float(fab.nodes)
+    split = lb.policy == "qp_scaling" and lb.qp_mode == "split"
+    conns = load.flows * (int(lb.qp_count) if split else 1)
+    packets = 0
+    samples = 0
+    spraying = nic.packet_spraying_type != "none" or sc.switch.hash_method == "random"
+    if engine == "packet":
+        terms["packet ports and NICs"] = PACKET_PORT_BYTES * float(fab.links)
+        terms["packet ports and NICs"] += PACKET_NIC_BYTES * float(fab.hosts)
+        terms["flows"] = PACKET_FLOW_BYTES * float(conns)
+        packets = _packets(sc, load)
+        counted = min(float(packets), float(sc.engine.max_packets))  # the runner refuses more
+        terms["packets"] = PACKET_BYTES * counted
+        if rec.uet_monitor:
+            terms["uet_monitor"] = MONITOR_ROW_BYTES * counted
+        per_pair = {"none": 1, "default": 2**nic.entropy_mask_bits}.get(
+            nic.packet_spraying_type, int(nic.entropy_value_set_size)
+        )
+        routes = min(counted + conns, float(max(load.pairs, 1)) * per_pair)
+        terms["route cache"] = ROUTE_BYTES * routes
+        if rec.timelines:
+            span = _packet_duration_s(sc, fab, load)
+            if span is None:
+                load.notes.append("timeline duration unknown: capped by the sampler at run time")
+            else:
+                interval_s = max(float(rec.timeline_interval_us) * 1e-6, 1e-12)  # >= 1 ps
+                steps = math.ceil(span / interval_s) if math.isfinite(span / interval_s) else 0
+                samples = (fab.links + fab.tops) * steps
+                terms["timeline samples"] = PACKET_SAMPLE_BYTES * float(samples)
+    elif sc.engine.flow_model == "open_loop":
+        terms["flows"] = OPEN_LOOP_FLOW_BYTES * float(load.flows)
+        if rec.timelines:
+            samples = 251 * 2 * fab.hosts
+            terms["timeline samples"] = FLOW_SAMPLE_BYTES * float(samples)
+    else:
+        terms["flows"] = FLOW_CONN_BYTES * float(conns)
+        if spraying or lb.policy == "ideal_spray":
+            spread = min(fab.pair_paths, 2**nic.entropy_mask_bits)
+            if nic.packet_spraying_type != "default" or lb.policy == "ideal_spray":
+                spread = fab.pair_paths
+            width = min(fab.links, 2 + 2 * spread + (fab.path_links - 4) * spread)
+            terms["sprayed paths"] = SPRAY_PATH_BYTES * float(max(load.pairs, 1)) * spread
+            terms["sprayed paths"] += SPRAY_SLOT_BYTES * float(conns) * width
+        if rec.timelines:
+            samples = 2 * conns * (fab.tops + 4 * fab.path_links)
+            terms["timeline samples"] = FLOW_SAMPLE_BYTES * float(samples)
+    if lb.policy == "ark":
+        terms["flows"] += ARK_FLOW_BYTES * float(load.flows)
+    terms["MoE matrix"] = MATRIX_ENTRY_BYTES * load.matrix
+    terms["prompt table"] = PROMPT_ENTRY_BYTES * load.prompt_table
+    breakdown = {k: int(min(v, 2**62)) for k, v in terms.items() if v > 0}
+    return Estimate(
+        engine=engine,
+        nodes=fab.nodes,
+        links=fab.links,
+        paths=path_entries,
+        flows=load.flows,
+        timeline_samples=int(samples),
+        packets=int(packets),
+        bytes_estimate=int(min(sum(terms.values()), 2**62)),
+        breakdown=breakdown,
+        notes=tuple(load.notes),
+    )
+
+
+# -- the refusal -------------------------------------------------------------------------------
+def _largest(sc: Any, keys: tuple[str, ...]) -> str:
+    """The ``topology.*`` key among ``keys`` with the largest value."""
+    return max(keys, key=lambda k: float(getattr(sc.topology, k) or 0))
+
+
+def _advice(sc: Any, term: str, engine: str) -> tuple[str, str]:
+    """(``key=value`` that drives ``term``, what to do about it)."""
+    t, wl, raise_ = sc.topology, sc.workload, "raise engine.max_memory_gb"
+    if term in ("fabric paths", "fabric", "packet ports and NICs"):
+        if t.kind == "fat_tree":
+            key = "hosts_per_edge" if (t.hosts_per_edge or 0) > t.k else "k"
+        elif term == "fabric paths":
+            key = _largest(sc, ("leaves", "hosts_per_leaf"))
+        else:
+            up = t.leaves * t.spines * t.parallel_links
+            key = (
+                _largest(sc, ("leaves", "hosts_per_leaf"))
+                if t.leaves * t.hosts_per_leaf >= up
+                else _largest(sc, ("spines", "parallel_links", "leaves"))
+            )
+        value = getattr(t, key)
+        return f"topology.{key}={value}", f"use a smaller topology.{key} or {raise_}"
+    if term == "timeline samples":
+        if engine == "packet":
+            iv = sc.records.timeline_interval_us
+            limit = sc.engine.time_limit_s
+            extra = f" with engine.time_limit_s={limit:g}" if limit is not None else ""
+            return (
+                f"records.timeline_interval_us={iv:g}{extra}",
+                "use a larger records.timeline_interval_us"
+                + (" or a smaller engine.time_limit_s" if limit is not None else "")
+                + f", set records.timelines=false, or {raise_}",
+            )
+        return "records.timelines=true", f"set records.timelines=false or {raise_}"
+    if term == "uet_monitor":
+        return "records.uet_monitor=true", f"set records.uet_monitor=false or {raise_}"
+    if term == "sprayed paths":
+        if sc.lb.policy == "ideal_spray":
+            return "lb.policy=ideal_spray", f"use another lb.policy or {raise_}"
+        spray = sc.nic.packet_spraying_type
+        return f"nic.packet_spraying_type={spray}", f"use nic.packet_spraying_type=none or {raise_}"
+    if term == "route cache":
+        spray = sc.nic.packet_spraying_type
+        return f"nic.packet_spraying_type={spray}", f"use fewer entropies or {raise_}"
+    if term == "prompt table":
+        return (
+            f"workload.prompt_max_tokens={wl.prompt_max_tokens}",
+            f"use a smaller workload.prompt_max_tokens or {raise_}",
+        )
+    if term == "MoE matrix":
+        if getattr(wl, "gpus", None):
+            return f"workload.gpus={wl.gpus}", f"use a smaller workload.gpus or {raise_}"
+        return _fabric_size_key(sc), f"use a smaller fabric or workload.gpus, or {raise_}"
+    # flows and packets: the workload's size
+    key, value = _workload_key(sc, packets=term == "packets")
+    if term == "packets":
+        return (
+            f"{key}={value}",
+            f"use a smaller {key}, a smaller engine.max_packets, --engine flow, or {raise_}",
+        )
+    return f"{key}={value}", f"use a smaller {key} or {raise_}"
+
+
+def _fabric_size_key(sc: Any) -> str:
+    t = sc.topology
+    if t.kind == "fat_tree":
+        return f"topology.k={t.k}"
+    key = _largest(sc, ("leaves", "hosts_per_leaf"))
+    return f"topology.{key}={getattr(t, key)}"
+
+
+def _workload_key(sc: Any, packets: bool) -> tuple[str, Any]:
+    wl = sc.workload
+    kind = wl.kind
+    if kind == "kv_cache":
+        return "workload.requests", wl.requests
+    if kind == "trace":
+        return "workload.path", wl.path
+    if kind == "moe":
+        if packets:
+            return "workload.tokens_per_gpu", wl.tokens_per_gpu
+        return ("workload.gpus", wl.gpus) if wl.gpus else tuple(_fabric_size_key(sc).split("="))
+    if kind == "incast" and not packets:
+        return "workload.senders", wl.senders
+    if kind == "collective" and not packets:
+        if wl.hosts is not None:
+            return "workload.hosts", f"[{len(wl.hosts)} hosts]"
+        return tuple(_fabric_size_key(sc).split("="))  # type: ignore[return-value]
+    if packets:
+        return "workload.size_bytes", wl.size_bytes
+    return tuple(_fabric_size_key(sc).split("="))  # type: ignore[return-value]
+
+
+def check_budget(sc: Any, engine: str) -> None:
+    """Raise :class:`ConfigError` (one line) if ``sc`` on ``engine`` would exceed its budget.
+
+    The budget is ``engine.max_memory_gb`` (``auto``: half of this machine's RAM); the
+    message names the dominant term's key and value, the estimate, and what to change.
+
+    Examples
+    --------
+    >>> from fabricsim.config import load_scenario
+    >>> sc = load_scenario("permutation").with_overrides({"engine.max_memory_gb": 16})
+    >>> check_budget(sc, "flow")  # 0.2 GB
+    >>> check_budget(sc.with_overrides({"topology.k": 128}), "flow")
+    Traceback (most recent call last):
+    ...
+    fabricsim.errors.ConfigError: topology.k=128 needs about 60 GB (fabric paths), over engine.max_memory_gb=16 GB; use a smaller topology.k or raise engine.max_memory_gb
+    """
+    est = estimate(sc, engine)
+    limit_gb = float(sc.engine.memory_limit_gb())
+    if est.bytes_estimate <= limit_gb * GB:
+        return
+    term = est.dominant
+    what, advice = _advice(sc, term, engine)
+    auto = " (auto: half the RAM)" if sc.engine.max_memory_gb == "auto" else ""
+    raise ConfigError(
+        f"{what} needs about {_gb(est.gb)} GB ({term}), over "
+        f"engine.max_memory_gb={limit_gb:g} GB{auto}; {advice}"
+    )
+
+
+def _gb(x: float) -> str:
+    return f"{x:.2g}" if x < 10 else f"{x:,.0f}"
