@@ -105,6 +105,29 @@ CASES: dict[str, tuple] = {
         ],
         "ecn_min_bytes",
     ),
+    "boolean seed": (lambda t: [*RUN, "--set", "seed=true"], "seed"),
+    "boolean size": (lambda t: [*RUN, "--set", "workload.size_bytes=false"], "size_bytes"),
+    "link rate rounding to 0 bps": (
+        lambda t: [*RUN, "--set", "topology.link_gbps=1e-12"],
+        "topology.link_gbps",
+    ),
+    "degraded to nothing": (
+        lambda t: [*RUN, "--set", "topology.degraded_links={leaf0->spine0: 1.0e-300}"],
+        "degraded_links",
+    ),
+    "timeline interval below 1 ps": (
+        lambda t: [
+            "run",
+            "spray-example",
+            "--out",
+            "o",
+            "--set",
+            "records.timelines=true",
+            "--set",
+            "records.timeline_interval_us=1e-9",
+        ],
+        "timeline_interval_us",
+    ),
     "negative seed": (lambda t: [*RUN, "--seed", "-4"], "seed"),
     "seed too big": (lambda t: [*RUN, "--set", "seed=1e30"], "seed"),
     # --- keys that do nothing

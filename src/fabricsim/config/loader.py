@@ -258,6 +258,10 @@ def format_validation_error(exc: ValidationError) -> str:
     msg = str(err["msg"])
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
+    named = re.match(r"^([a-z_]+): (.*)$", msg)
+    if kind == "value_error" and named:  # a section's check that names its own field
+        field = named[1] if field == "scenario" else f"{field}.{named[1]}"
+        msg = named[2]
     if "(got" in msg:
         shown = ""
     return f"{field}: {msg}{shown}"

@@ -12,14 +12,13 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     field_validator,
     model_validator,
 )
 
+from fabricsim.config.base import StrictModel
 from fabricsim.config.workloads import WorkloadConfig
 from fabricsim.units import MAX_TIME_S
 
@@ -40,14 +39,8 @@ def default_max_memory_gb() -> float:
     return round(total / 2 / 1e9, 1)
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", populate_by_name=True, validate_default=True, allow_inf_nan=False
-    )
-
-    def _derive(self, name: str, value: Any) -> None:
-        """Set a field derived from others without marking it as set by the user."""
-        self.__dict__[name] = value
+class _Model(StrictModel):
+    pass
 
 
 class LinkFailure(_Model):
@@ -76,22 +69,22 @@ class TopologyConfig(_Model):
     )
     link_gbps: float | None = Field(
         None,
-        gt=0,
+        ge=1e-6,
         le=1e5,
         description="all tiers' link rate, Gbps; host_link_gbps / fabric_link_gbps set in the "
         "same or a later layer win over it",
     )
     host_link_gbps: float = Field(
-        100.0, gt=0, le=1e5, description="host NIC link rate, Gbps (wins over link_gbps)"
+        100.0, ge=1e-6, le=1e5, description="host NIC link rate, Gbps (wins over link_gbps)"
     )
     fabric_link_gbps: float = Field(
-        100.0, gt=0, le=1e5, description="switch-switch rate, Gbps (wins over link_gbps)"
+        100.0, ge=1e-6, le=1e5, description="switch-switch rate, Gbps (wins over link_gbps)"
     )
     link_delay_us: float = Field(1.0, ge=0, le=1e6, description="propagation delay per link, us")
     failed_links: list[str] = Field(
         default_factory=list, description="link names, e.g. leaf0->spine1"
     )
-    degraded_links: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
+    degraded_links: dict[str, Annotated[float, Field(ge=1e-6, le=1)]] = Field(
         default_factory=dict, description="link name -> fraction of its rate kept, in (0, 1]"
     )
     failed_link_mode: Literal["blackhole", "withdraw"] = Field(
@@ -220,7 +213,7 @@ class NicConfig(_Model):
     cc: Literal["constant", "nscc"] = Field("constant", description="congestion control")
     cwnd_bdp: float = Field(1.5, gt=0, le=1000, description="constant CC window, x BDP")
     rto_us: float | None = Field(
-        None, gt=0, le=1e9, description="initial retransmission timeout, us"
+        None, ge=1e-6, le=1e9, description="initial retransmission timeout, us (>= 1 ps)"
     )
     max_retries: int = Field(8, ge=0, le=64, description="retransmissions before giving up")
     ack_coalesce: int = Field(1, ge=1, le=64, description="data packets per ACK (coalescing)")
@@ -287,7 +280,7 @@ class RecordsConfig(_Model):
     switch_lb_stats: bool = Field(False, description="bytes/packets per ECMP member")
     port_stats: bool = Field(False, description="per-port counters")
     timeline_interval_us: float = Field(
-        10.0, gt=0, le=1e12, description="packet engine sampling, us"
+        10.0, ge=1e-6, le=1e12, description="packet engine sampling, us (>= 1 ps)"
     )
 
 

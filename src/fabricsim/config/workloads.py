@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from fabricsim.config.base import StrictModel
 from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S
 
 
-class _Workload(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", populate_by_name=True, validate_default=True, allow_inf_nan=False
-    )
+class _Workload(StrictModel):
+    pass
 
 
 class TraceWorkload(_Workload):
