@@ -84,7 +84,7 @@ def _clear_overridden(section: str, target: dict[str, Any], sub: dict[str, Any])
     if kinds and "kind" in sub:
         old = target.get("kind", DEFAULT_KINDS.get(section))
         if sub["kind"] != old:
-            for key in kinds.get(old, ()):
+            for key in kinds.get(str(old), ()):
                 target.pop(key, None)
 
 

@@ -55,7 +55,7 @@ class StrictLoader(yaml.SafeLoader):
 def _strict_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
     seen: set[Any] = set()
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         try:
             duplicate = key in seen
         except TypeError:  # an unhashable key: let the base constructor say so
@@ -70,7 +70,7 @@ def _strict_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = F
 
 StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _strict_mapping,  # type: ignore[arg-type]
+    _strict_mapping,
 )
 
 

@@ -548,7 +548,10 @@ def _workload_key(sc: Any, packets: bool) -> tuple[str, Any]:
     if kind == "moe":
         if packets:
             return "workload.tokens_per_gpu", wl.tokens_per_gpu
-        return ("workload.gpus", wl.gpus) if wl.gpus else tuple(_fabric_size_key(sc).split("="))
+        if wl.gpus:
+            return "workload.gpus", wl.gpus
+        key, value = _fabric_size_key(sc).split("=", 1)
+        return key, value
     if kind == "incast" and not packets:
         return "workload.senders", wl.senders
     if kind == "collective" and not packets:

@@ -185,8 +185,8 @@ def signals_deferred() -> Iterator[None]:
 
     old: dict[int, Any] = {}
     try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            old[sig] = signal.signal(sig, hold)
+        for held in (signal.SIGINT, signal.SIGTERM):
+            old[held] = signal.signal(held, hold)
     except (ValueError, OSError):
         pass
     try:
@@ -283,7 +283,7 @@ def _connect(client_cls: Any, address: str, timeout_s: float) -> Any:
 
     box: dict[str, Any] = {}
 
-    class Capturing(client_cls):  # type: ignore[misc, valid-type]
+    class Capturing(client_cls):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             box["half"] = self
             super().__init__(*args, **kwargs)

@@ -426,7 +426,7 @@ def _read_file_text(path: str | PathLike[str], field: str) -> str:
     """The file's text; a missing, unreadable or non-UTF-8 file raises ConfigError."""
     if not Path(path).exists():
         raise ConfigError(f"{field}: {path}: cannot read CSV (file not found)")
-    return read_text(path, field, shown=str(path))
+    return read_text(Path(path), field, shown=str(path))
 
 
 def _first_bad(values: pd.Series, bad: npt.NDArray[np.bool_]) -> tuple[int, str]:
