@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from fabricsim.config.base import StrictModel
+from fabricsim.config.catalog import GPUS, MODELS
 from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S
 
 
@@ -85,8 +86,6 @@ class KvCacheWorkload(_Workload):
     @field_validator("model")
     @classmethod
     def _known_model(cls, v: str) -> str:
-        from fabricsim.workloads.kv_models import MODELS  # lazy: workloads import config
-
         if v not in MODELS:
             raise ValueError(f"unknown model; allowed: {', '.join(MODELS)} (got {v!r})")
         return v
@@ -94,8 +93,6 @@ class KvCacheWorkload(_Workload):
     @field_validator("gpu")
     @classmethod
     def _known_gpu(cls, v: str) -> str:
-        from fabricsim.workloads.kv_models import GPUS
-
         if v not in GPUS:
             raise ValueError(f"unknown GPU; allowed: {', '.join(GPUS)} (got {v!r})")
         return v

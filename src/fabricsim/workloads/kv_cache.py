@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from fabricsim.config.catalog import get_model
 from fabricsim.config.models import Scenario
 from fabricsim.config.workloads import KvCacheWorkload
 from fabricsim.errors import ConfigError
@@ -39,18 +40,10 @@ from fabricsim.metrics.results import percentiles
 from fabricsim.metrics.summaries import RunContext, register_summarizer
 from fabricsim.rng import stream
 from fabricsim.topology.fabric import Fabric
+from fabricsim.workloads.arrivals import poisson_arrivals, random_pairs
 from fabricsim.workloads.base import FlowTable, register
-from fabricsim.workloads.kv_models import (
-    FixedLength,
-    GpuLatencyModel,
-    RankZipf,
-    TableGpuModel,
-    default_gpu_model,
-    get_model,
-    load_prompt_trace,
-    poisson_arrivals,
-    random_pairs,
-)
+from fabricsim.workloads.gpu_latency import GpuLatencyModel, TableGpuModel, default_gpu_model
+from fabricsim.workloads.prompts import FixedLength, RankZipf, load_prompt_trace
 
 __all__ = [
     "gpu_model_of",
