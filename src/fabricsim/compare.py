@@ -34,9 +34,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fabricsim.config.loader import load_scenario
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
+from fabricsim.metrics.outdir import prepare_out_dir
 from fabricsim.metrics.results import Result
+from fabricsim.runner import ENGINES, check_engine, fabric_of, run
+from fabricsim.sweep.backends import (
+    check_workers,
+    signals_deferred,
+    sigterm_as_interrupt,
+    stop_pool,
+    worker_pool,
+)
 from fabricsim.topology.fabric import HOST, Fabric
 
 _BASE_PACKET = {
@@ -237,8 +247,6 @@ def receiver_busy_fraction(res: Result, fabric: Fabric, receiver: int) -> float:
 
 def _run_one(job: tuple[dict[str, Any], str, str, int, str | None]) -> dict[str, Any]:
     """Run one (method, seed); save it under ``out``; return its table row."""
-    from fabricsim.runner import fabric_of, run
-
     data, engine, method, seed, out = job
     sc = Scenario.model_validate(data)
     res = run(sc, engine=engine)
@@ -269,8 +277,6 @@ def _us(v: Any) -> float:
 def _jobs(
     sc: Scenario, engine: str, methods: Sequence[str], seeds: int, out: Path | None
 ) -> list[tuple[dict[str, Any], str, str, int, str | None]]:
-    from fabricsim.runner import check_engine
-
     jobs = []
     for method in methods:
         over = method_overrides(method, engine, sc.lb.qp_count)
@@ -323,11 +329,6 @@ def compare(
     -------
     Comparison
     """
-    from fabricsim.config.loader import load_scenario
-    from fabricsim.metrics.outdir import prepare_out_dir
-    from fabricsim.runner import ENGINES
-    from fabricsim.sweep.backends import check_workers
-
     target = prepare_out_dir(out, "compare") if out is not None else None
     check_workers(workers)
     sc = load_scenario(scenario)
@@ -382,13 +383,6 @@ def _run_all(
     The pool's workers die with this process; on any exception or Ctrl-C (and SIGTERM) the
     pool is cancelled and its workers are terminated before the exception goes on.
     """
-    from fabricsim.sweep.backends import (
-        signals_deferred,
-        sigterm_as_interrupt,
-        stop_pool,
-        worker_pool,
-    )
-
     rows: list[dict[str, Any]] = []
     with sigterm_as_interrupt():
         if workers > 1 and len(jobs) > 1:

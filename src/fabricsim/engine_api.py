@@ -1,4 +1,10 @@
-"""What every engine returns, so both engines feed the same output tables."""
+"""What the engines share: the output every engine returns (so both feed the same output tables),
+the wire-byte formula, and the packet kinds of the packet engine.
+
+The packet kinds live here, below both :mod:`fabricsim.packetsim` (ports, switches, trimming)
+and :mod:`fabricsim.nic` (which sends and answers them), so neither package imports the other
+for them: the packet engine imports the NIC, and the NIC sees the packet engine only as types.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+DATA, HDR, ACK, NACK = 0, 1, 2, 3
+"""Packet kinds.  Anything but DATA is a header-sized control packet (priority queue)."""
 
 
 @dataclass(eq=False)

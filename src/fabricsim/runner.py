@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -14,35 +13,37 @@ import pandas as pd
 from fabricsim import workloads
 from fabricsim.config.applicability import check_keys_apply
 from fabricsim.config.loader import load_scenario
-from fabricsim.config.models import Scenario, TopologyConfig
+from fabricsim.config.models import Scenario
 from fabricsim.engine_api import EngineOutput, wire_bytes
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.experiments.budget import check_budget
+from fabricsim.flowsim.engine import FlowEngine
+from fabricsim.flowsim.open_loop import OpenLoopEngine
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import with_rate_caps
+from fabricsim.metrics import workload_summaries  # noqa: F401  (registers the summarizers)
 from fabricsim.metrics.results import Result, percentiles
-from fabricsim.metrics.summaries import RunContext, register_summarizer, summarizers_for
+from fabricsim.metrics.summaries import RunContext, summarizers_for
+from fabricsim.packetsim.engine import PacketEngine
 from fabricsim.rng import stream
 from fabricsim.routing.router import Router
-from fabricsim.topology import Fabric, build_fabric
+from fabricsim.topology import Fabric, fabric_for
 from fabricsim.workloads.base import FlowTable
 
 ENGINES = ("flow", "packet")
 
 
-@functools.lru_cache(maxsize=32)
-def _cached_fabric(topology_json: str) -> Fabric:
-    return build_fabric(TopologyConfig.model_validate(json.loads(topology_json)))
-
-
 def fabric_of(sc: Scenario) -> Fabric:
-    """The scenario's fabric (built once per distinct topology in a process)."""
-    return _cached_fabric(json.dumps(sc.topology.model_dump(mode="json"), sort_keys=True))
+    """The scenario's fabric (built once per distinct topology in a process).
+
+    A shorthand of :func:`fabricsim.topology.fabric_for` for the layers above the engines.
+    """
+    return fabric_for(sc.topology)
 
 
 def router_of(sc: Scenario, fabric: Fabric) -> Router:
-    sw = sc.switch
-    return Router.build(fabric, sc.seed, sw.hash_method, sw.salt_mode, sc.lb.dst_port)
+    """The scenario's router on ``fabric``: :meth:`fabricsim.routing.Router.for_scenario`."""
+    return Router.for_scenario(sc, fabric)
 
 
 def check_engine(sc: Scenario, engine: str) -> None:
@@ -90,18 +91,10 @@ def _run_engine(
     ctx = PolicyContext(sc, fabric, router, flows, stream(sc.seed, "policy"))
     policy = with_rate_caps(make_policy(ctx), flows)  # per-flow pacing caps (rate_based)
     if engine == "flow" and sc.engine.flow_model == "open_loop":
-        from fabricsim.flowsim.open_loop import OpenLoopEngine
-
         eng: Any = OpenLoopEngine(sc, fabric, router, flows, policy)
     elif engine == "flow":
-        from fabricsim.flowsim.engine import FlowEngine
-
         eng = FlowEngine(sc, fabric, router, flows, policy)
     else:
-        try:
-            from fabricsim.packetsim.engine import PacketEngine
-        except ImportError:
-            raise EngineRefusal("the packet engine is not available in this build") from None
         eng = PacketEngine(sc, fabric, router, flows, policy)
     ctx.hooks = eng
     out: EngineOutput = eng.run()
@@ -196,7 +189,8 @@ def _assemble(
         and out.summary.get("link_counters_match_flows", True)
     )
     summary.update(out.summary)
-    ctx = RunContext(sc, engine, fabric, router, flows, out, fct)
+    rerun = functools.partial(_run_engine, sc, engine, fabric, router)
+    ctx = RunContext(sc, engine, fabric, router, flows, out, fct, rerun)
     for fn in summarizers_for(sc.workload.kind):
         extra = fn(ctx)
         for col, values in extra.pop("_columns", {}).items():
@@ -204,12 +198,3 @@ def _assemble(
         summary.update(extra)
     timing = {**out.timing, "total_wall_s": wall}
     return Result(sc, summary, df, timing, dict(out.tables), dict(out.json_records))
-
-
-@register_summarizer("leaf_to_leaf")
-def _step_efficiency(ctx: RunContext) -> dict[str, Any]:
-    """A synchronized step: ideal (one message alone) / the slowest message's time."""
-    if np.isnan(ctx.fct_s).any():
-        return {"step_efficiency": 0.0}
-    ideal = ctx.alone_fct_s(0)
-    return {"step_efficiency": ideal / float(ctx.fct_s.max()), "step_ideal_s": ideal}

@@ -39,6 +39,8 @@ from fabricsim.analysis.run_files import (
     read_transport_stats,
     read_yaml_mapping,
 )
+from fabricsim.config.models import TopologyConfig
+from fabricsim.topology import build_fabric
 from fabricsim.topology.fabric import HOST, PARALLEL_MARK, TIER_NAMES, Fabric, label_hops
 
 __all__ = [
@@ -373,9 +375,6 @@ def _load_run(run: Any) -> _RunData:
 
 
 def _fabric(topology: dict[str, Any]) -> Fabric | None:
-    from fabricsim.config.models import TopologyConfig
-    from fabricsim.topology import build_fabric
-
     try:
         return build_fabric(TopologyConfig.model_validate(topology))
     except Exception:  # noqa: BLE001 - diagnostics never fail a report over the fabric

@@ -40,10 +40,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fabricsim.config.loader import validate
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
 from fabricsim.routing.hashing import PORT_TABLE, switch_hash
 from fabricsim.routing.router import Router
+from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import CORE, LEAF, SPINE, Fabric
 
 __all__ = ["PolarizationResult", "hash_polarization", "polarization_table"]
@@ -102,8 +104,6 @@ class PolarizationResult:
 
 
 def _scenario(k: int, hash_method: str, salt_mode: str, seed: int) -> Scenario:
-    from fabricsim.config.loader import validate
-
     return validate(
         {
             "name": f"polarization-k{k}",
@@ -161,11 +161,9 @@ def hash_polarization(
             f"topology.k: polarization walks every inter-pod pair x 65,536 ports; k <= 16 "
             f"(got {scenario.topology.k})"
         )
-    from fabricsim.runner import fabric_of, router_of
-
     wall0 = time.perf_counter()
-    fabric = fabric_of(scenario)
-    router = router_of(scenario, fabric)
+    fabric = fabric_for(scenario.topology)
+    router = Router.for_scenario(scenario, fabric)
     up_links = _agg_core_links(fabric)
     reached = np.zeros(fabric.num_links, dtype=bool)
     pair_dark: list[np.ndarray] = []

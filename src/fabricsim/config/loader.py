@@ -1,7 +1,8 @@
-"""Load scenarios from built-in names, YAML files or dicts; apply ``--set`` overrides.
+"""Load scenarios from built-in names, YAML files or dicts; parse ``--set`` options.
 
 Validation errors become :class:`~fabricsim.errors.ConfigError` with one line that names the
-dotted field and what is allowed.
+dotted field and what is allowed (:mod:`.validation`); overrides are applied by
+:mod:`.overrides` (re-exported here as ``apply_overrides``).
 """
 
 from __future__ import annotations
@@ -13,21 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
 
-from fabricsim.config.layers import leaf_keys, merge, nest
+from fabricsim.config.layers import leaf_keys
 from fabricsim.config.models import Scenario
+from fabricsim.config.overrides import apply_overrides  # noqa: F401  (re-exported, old home)
+from fabricsim.config.validation import format_validation_error, validate_as  # noqa: F401
 from fabricsim.errors import ConfigError
-
-_WORKLOAD_KINDS = (
-    "trace",
-    "permutation",
-    "incast",
-    "leaf_to_leaf",
-    "kv_cache",
-    "moe",
-    "collective",
-)
 
 
 def builtin_names() -> list[str]:
@@ -171,14 +163,7 @@ def validate(
     """
     if base_dir is not None:
         _resolve_paths(data, base_dir)
-    try:
-        sc = Scenario.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc)) from None
-    except RecursionError:
-        raise ConfigError("scenario: nested too deeply to be a scenario") from None
-    sc._user_keys = frozenset(user_keys)
-    return sc
+    return validate_as(Scenario, data, user_keys)
 
 
 def effective_scenario(data: dict[str, Any]) -> Scenario:
@@ -207,118 +192,6 @@ def _resolve_paths(data: dict[str, Any], base_dir: Path) -> None:
             candidate = base_dir / val
             if candidate.exists():
                 wl[key] = str(candidate)
-
-
-_BOUND_WORDS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
-
-
-def _is_member_tag(part: str) -> bool:
-    """Whether a location element names a union member (``float``, ``literal['auto']``...)."""
-    return "[" in part or "-" in part or part in ("float", "int", "str", "bool", "none")
-
-
-def _member_phrase(err: Any) -> str:
-    """What one union member accepts, e.g. ``a number > 0 and <= 100000`` or ``'auto'``."""
-    ctx = err.get("ctx") or {}
-    if err["type"] == "literal_error":
-        return str(ctx.get("expected", "a listed value"))
-    bounds = [f"{_BOUND_WORDS[k]} {ctx[k]}" for k in ("gt", "ge", "lt", "le") if k in ctx]
-    kind = "a whole number" if "int" in str(err["type"]) else "a number"
-    return f"{kind} {' and '.join(bounds)}".strip() if bounds else kind
-
-
-def format_validation_error(exc: ValidationError) -> str:
-    """One line naming the first offending dotted field and what is allowed."""
-    errors = exc.errors()
-    err = errors[0]
-    loc = [str(p) for p in err["loc"]]
-    if len(loc) >= 2 and loc[0] == "workload" and loc[1] in _WORKLOAD_KINDS:
-        loc = [loc[0], *loc[2:]]
-    tagged = bool(loc) and _is_member_tag(loc[-1])
-    while loc and _is_member_tag(loc[-1]):
-        loc = loc[:-1]
-    field = ".".join(loc) or "scenario"
-    kind = err["type"]
-    got = err.get("input")
-    shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
-    if kind == "extra_forbidden":
-        return f"{field}: unknown key (not a field of this scenario; see the key table)"
-    if kind == "missing":
-        return f"{field}: missing required field"
-    if kind == "union_tag_invalid":
-        return f"{field}: unknown workload kind; allowed: {', '.join(_WORKLOAD_KINDS)}"
-    if kind == "finite_number":
-        return f"{field}: must be a finite number, not {got!r}"
-    if tagged:  # a union (e.g. a number or 'auto'): say every alternative at once
-        same = [e for e in errors if e["loc"][: len(err["loc"]) - 1] == err["loc"][:-1]]
-        if any(e["type"] == "finite_number" for e in same):
-            return f"{field}: must be a finite number, not {got!r}"
-        options = " or ".join(dict.fromkeys(_member_phrase(e) for e in same))
-        return f"{field}: must be {options}{shown}"
-    msg = str(err["msg"])
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, ") :]
-    named = re.match(r"^([a-z_]+): (.*)$", msg)
-    if kind == "value_error" and named:  # a section's check that names its own field
-        field = named[1] if field == "scenario" else f"{field}.{named[1]}"
-        msg = named[2]
-    if "(got" in msg:
-        shown = ""
-    return f"{field}: {msg}{shown}"
-
-
-def _alias_map(model: type[BaseModel]) -> dict[str, str]:
-    out = {}
-    for name, info in model.model_fields.items():
-        if info.alias:
-            out[info.alias] = name
-    return out
-
-
-def _canonical_key(scenario_cls: type[BaseModel], parts: list[str]) -> list[str]:
-    """Map CamelCase alias segments to snake_case field names where the model knows them."""
-    out: list[str] = []
-    model: type[BaseModel] | None = scenario_cls
-    for part in parts:
-        if model is None:
-            out.append(part)
-            continue
-        name = _alias_map(model).get(part, part)
-        out.append(name)
-        field = model.model_fields.get(name)
-        ann = field.annotation if field else None
-        model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
-    return out
-
-
-def apply_overrides(scenario: Scenario, overrides: dict[str, Any]) -> Scenario:
-    """Apply dotted-key overrides as later layers (config/layers.py) and re-validate."""
-    full = scenario.to_dict()
-    data = scenario.model_dump(mode="json", exclude_unset=True)
-    changes_kind = any(k.split(".")[:2] == ["workload", "kind"] for k in overrides)
-    keys = set(scenario.user_keys)
-    for key, value in overrides.items():
-        parts = _canonical_key(Scenario, key.split("."))
-        if not (changes_kind and parts[0] == "workload"):
-            _check_known(full, parts, key)
-        dotted = ".".join(parts)
-        data = merge(data, nest({dotted: value}))
-        keys.add(dotted)
-    out = validate(data, user_keys=keys)
-    out._varied_keys = scenario.varied_keys
-    return out
-
-
-def _check_known(full: dict[str, Any], parts: list[str], key: str) -> None:
-    node: Any = full
-    for i, part in enumerate(parts[:-1]):
-        if not isinstance(node, dict) or part not in node:
-            raise ConfigError(f"{'.'.join(parts[: i + 1])}: unknown key in --set {key}")
-        node = node[part]
-    if not isinstance(node, dict):
-        raise ConfigError(f"{key}: unknown key (its parent is not a section)")
-    if parts[-1] not in node and parts[:-1] != ["topology", "degraded_links"]:
-        raise ConfigError(f"{key}: unknown key (not a field of this scenario; see the key table)")
 
 
 def parse_set_options(items: list[str]) -> dict[str, Any]:

@@ -8,6 +8,9 @@ names.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 from typing import Annotated, Any, Literal
 
@@ -19,6 +22,7 @@ from pydantic import (
 )
 
 from fabricsim.config.base import StrictModel
+from fabricsim.config.overrides import apply_overrides
 from fabricsim.config.workloads import WorkloadConfig
 from fabricsim.units import MAX_TIME_S
 
@@ -30,8 +34,6 @@ NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$"
 
 def default_max_memory_gb() -> float:
     """Half of this machine's physical memory in GB (8 GB where it cannot be read)."""
-    import os
-
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
@@ -352,8 +354,6 @@ class Scenario(_Model):
         >>> load_scenario("ark").with_overrides({"workload.qps": 5}).workload.qps
         5.0
         """
-        from fabricsim.config.loader import apply_overrides
-
         return apply_overrides(self, overrides)
 
     def to_dict(self) -> dict[str, Any]:
@@ -362,8 +362,5 @@ class Scenario(_Model):
 
     def config_hash(self) -> str:
         """SHA-256 (first 16 hex digits) of the canonical JSON of the effective scenario."""
-        import hashlib
-        import json
-
         text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]

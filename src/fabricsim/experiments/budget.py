@@ -87,6 +87,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from fabricsim.errors import ConfigError
 from fabricsim.packetsim.records import PACKET_SAMPLE_BYTES
 from fabricsim.units import MAX_TIME_S
@@ -240,8 +242,6 @@ def _trace_rows(path: str) -> int | None:
     p = Path(path)
     try:
         if p.suffix.lower() in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
-
             return int(pq.read_metadata(p).num_rows)
         return max(1, p.stat().st_size // 8) if p.is_file() else None
     except Exception:  # noqa: BLE001 - unreadable: the workload reader refuses it in one line

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from fabricsim.config.models import Scenario
+from fabricsim.metrics.outdir import MARKER, marker_text, prepare_out_dir
 
 FLOW_COLUMNS = (
     "flow_id",
@@ -51,8 +52,6 @@ class Result:
         output directory (a file, a non-empty directory that is not a fabricsim output, a
         sweep directory, ...) raises :class:`~fabricsim.errors.ConfigError`.
         """
-        from fabricsim.metrics.outdir import prepare_out_dir
-
         with prepare_out_dir(out_dir, "run").staging() as tmp:
             self.write_files(tmp)
         return Path(out_dir)
@@ -65,8 +64,6 @@ class Result:
 
     def to_files(self) -> dict[str, bytes]:
         """The output directory's files as bytes, by name (what :meth:`save` writes)."""
-        from fabricsim.metrics.outdir import MARKER, marker_text
-
         files = {
             "summary.json": dumps_json(self.summary).encode(),
             "timing.json": dumps_json(self.timing).encode(),

@@ -1,6 +1,8 @@
 """Workload-specific ``summary.json`` keys: a registry of summarizers by ``workload.kind``.
 
-Kept apart from the runner so workload modules can register without importing it.
+The built-in summarizers are in :mod:`fabricsim.metrics.workload_summaries`.  Metrics never
+import the runner: a summarizer that needs another engine run (``alone_fct_s``) calls the
+``rerun`` callback the runner puts in the :class:`RunContext`.
 """
 
 from __future__ import annotations
@@ -33,17 +35,18 @@ class RunContext:
     flows: FlowTable
     output: EngineOutput
     fct_s: np.ndarray
+    rerun: Callable[[FlowTable], EngineOutput] | None = None
+    """Run other flows on the same engine, fabric and policy (set by the runner)."""
 
     def alone_fct_s(self, flow: int) -> float:
         """FCT of ``flow`` alone on the idle fabric (same engine, same policy)."""
-        from fabricsim.runner import _run_engine
-
+        if self.rerun is None:
+            raise RuntimeError("RunContext.rerun is not set: alone_fct_s needs the runner")
         f = self.flows
         sub = FlowTable(
             f.src[[flow]], f.dst[[flow]], f.size_bytes[[flow]], np.zeros(1), f.src_port[[flow]]
         )
-        out = _run_engine(self.scenario, self.engine, self.fabric, self.router, sub)
-        return float(out.finish_s[0])
+        return float(self.rerun(sub).finish_s[0])
 
 
 Summarizer = Callable[[RunContext], dict[str, Any]]

@@ -24,13 +24,16 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fabricsim.config.models import NicConfig
+from fabricsim.engine_api import ACK, NACK
 from fabricsim.nic.pdc import Pdc
 from fabricsim.nic.spraying import SprayingStrategy, make_spraying
-from fabricsim.packetsim.core import ACK, NACK, HostPort, Packet, PacketPool, Sim
-from fabricsim.packetsim.forwarding import RouteTable
+
+if TYPE_CHECKING:  # the packet engine imports the NIC; the NIC sees its parts as types only
+    from fabricsim.packetsim.core import HostPort, Packet, PacketPool, Sim
+    from fabricsim.packetsim.forwarding import RouteTable
 
 _MASK64 = (1 << 64) - 1
 

@@ -43,12 +43,13 @@ from array import array
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from fabricsim.packetsim.core import DATA, Packet
+from fabricsim.engine_api import DATA
 
 if TYPE_CHECKING:
     from fabricsim.cc.base import CongestionControl
     from fabricsim.nic.nic import Nic, NicEnv, PdcGroup
     from fabricsim.nic.spraying import SprayingStrategy
+    from fabricsim.packetsim.core import Packet
 
 UNSENT, OUT, LOST, ACKED = 0, 1, 2, 3
 PACE_SLACK_PACKETS = 2

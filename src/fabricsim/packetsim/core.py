@@ -31,10 +31,15 @@ from typing import Any
 
 import numpy as np
 
+from fabricsim.engine_api import ACK, DATA, HDR, NACK
 from fabricsim.units import PS_PER_S
 
-DATA, HDR, ACK, NACK = 0, 1, 2, 3
-"""Packet kinds.  Anything but DATA is a header-sized control packet (priority queue)."""
+# fmt: off
+__all__ = [
+    "ACK", "DATA", "HDR", "NACK",  # the packet kinds (defined in fabricsim.engine_api)
+    "DropSink", "HostPort", "Packet", "PacketPool", "Port", "RandomPool", "Sim",
+]
+# fmt: on
 
 
 class Packet:

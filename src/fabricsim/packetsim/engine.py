@@ -28,10 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from fabricsim import workloads
 from fabricsim.cc import CcParams, make_cc
 from fabricsim.config.models import Scenario
 from fabricsim.engine_api import EngineOutput, wire_bytes
 from fabricsim.errors import ConfigError, EngineRefusal
+from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
 from fabricsim.nic.nic import Nic, NicEnv
 from fabricsim.nic.pdc import Pdc
@@ -50,6 +52,7 @@ from fabricsim.packetsim.core import (
 from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_member_choices
 from fabricsim.rng import stream
 from fabricsim.routing.router import Router
+from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import Fabric, label_nodes
 from fabricsim.units import MAX_TIME_S, PS_PER_S, bdp_bytes, ps_to_s, s_to_ps, us_to_ps
 from fabricsim.workloads.base import FlowTable
@@ -237,12 +240,8 @@ class PacketEngine:
 
         The policy's engine hooks are bound; call :meth:`run` (once) for the output.
         """
-        from fabricsim import workloads
-        from fabricsim.lb import PolicyContext, make_policy
-        from fabricsim.runner import fabric_of, router_of
-
-        fabric = fabric_of(sc)
-        router = router_of(sc, fabric)
+        fabric = fabric_for(sc.topology)
+        router = Router.for_scenario(sc, fabric)
         flows = workloads.generate(sc, fabric)
         ctx = PolicyContext(sc, fabric, router, flows, stream(sc.seed, "policy"))
         policy = make_policy(ctx)

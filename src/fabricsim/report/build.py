@@ -18,6 +18,8 @@ from pathlib import Path
 from fabricsim.errors import ConfigError
 from fabricsim.metrics.results import atomic_write as _write
 from fabricsim.report.html import Section, render_page
+from fabricsim.report.run_page import read_summary, run_sections
+from fabricsim.report.sweep_page import read_manifest, sweep_sections
 
 FIGURES = "figures"
 REPORT = "report.html"
@@ -46,14 +48,10 @@ def build_report(directory: str | Path) -> tuple[str, list[Section]]:
     d = Path(directory)
     _check_dir(d)
     if _kind(d) == "sweep":
-        from fabricsim.report.sweep_page import read_manifest, sweep_sections
-
         manifest = read_manifest(d)
         sections = sweep_sections(d, manifest)
         title = f"fabricsim sweep: {manifest['spec']['scenario']}"
     else:
-        from fabricsim.report.run_page import read_summary, run_sections
-
         summary = read_summary(d)
         sections = run_sections(d)
         title = f"fabricsim run: {summary.get('scenario', d.name)} ({summary.get('engine', '?')} engine)"

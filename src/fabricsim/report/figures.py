@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 import pandas as pd
@@ -123,6 +124,4 @@ def bars_png(values: dict[str, float], ylabel: str, reference: float | None = No
 
 
 def _natural(name: str) -> tuple:
-    import re
-
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(name)))

@@ -26,6 +26,8 @@ from fabricsim.report.run_page import (
     read_table,
     spine_section,
 )
+from fabricsim.sweep import TABLE, aggregate
+from fabricsim.sweep.store import MANIFEST, POINT_FILE
 
 #: keys read as "the load" of a sweep, in order of preference
 LOAD_KEYS = ("workload.qps", "workload.requests", "workload.size_bytes", "workload.senders")
@@ -43,8 +45,6 @@ def read_manifest(out: Path) -> dict[str, Any]:
 
     Point ids become paths (``points/<id>``), so they must be plain names.
     """
-    from fabricsim.sweep.store import MANIFEST
-
     path = out / MANIFEST
     manifest = run_files.read_json_object(path)
     spec, points = manifest.get("spec"), manifest.get("points")
@@ -73,8 +73,6 @@ def read_manifest(out: Path) -> dict[str, Any]:
 
 def _check_points(out: Path, manifest: dict[str, Any]) -> None:
     """Each stored ``point.json`` must be a point record (the table is built from them)."""
-    from fabricsim.sweep.store import POINT_FILE
-
     for point in manifest["points"]:
         path = out / "points" / point["id"] / POINT_FILE
         if path.exists():
@@ -84,8 +82,6 @@ def _check_points(out: Path, manifest: dict[str, Any]) -> None:
 
 
 def _table(out: Path, manifest: dict[str, Any]) -> pd.DataFrame:
-    from fabricsim.sweep import TABLE, aggregate
-
     path = out / TABLE
     if not path.exists():
         _check_points(out, manifest)

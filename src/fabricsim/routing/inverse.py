@@ -13,6 +13,8 @@ import numpy as np
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
 from fabricsim.routing.hashing import HASH_METHODS, PORT_TABLE, base_crc, switch_hash
+from fabricsim.routing.router import Router
+from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import CORE, LEAF, SPINE
 
 #: the number of UDP source ports, and so the most members a stage can usefully split into
@@ -85,9 +87,7 @@ def path_ports(sc: Scenario, src_host: int, dst_host: int) -> dict[str, Any]:
     parallel links (``leaf0>spine1#1>leaf3``), so every equal-cost path has its own key and
     the counts add up to 65,536 (less the ports that dead-end on a failed, withdrawn link).
     """
-    from fabricsim.runner import fabric_of, router_of
-
-    fab = fabric_of(sc)
+    fab = fabric_for(sc.topology)
     top = fab.num_hosts - 1
     src_host = _int("--src-host", src_host, 0, top, " (a host of the scenario's fabric)")
     dst_host = _int("--dst-host", dst_host, 0, top, " (a host of the scenario's fabric)")
@@ -100,7 +100,7 @@ def path_ports(sc: Scenario, src_host: int, dst_host: int) -> dict[str, Any]:
             f"{dst_host}, more than the {NUM_PORTS} source ports to list (reduce "
             "topology.parallel_links or topology.spines)"
         )
-    router = router_of(sc, fab)
+    router = Router.for_scenario(sc, fab)
     per_path = router.ports_per_path(src_host, dst_host)
     labels = {p: fab.path_label(p) for p in per_path}
     if len(set(labels.values())) != len(labels):  # pragma: no cover - a labelling bug

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
 from fabricsim.routing.hashing import (
     PORT_TABLE,
@@ -56,6 +57,12 @@ class Router:
         dst_port: int = 4791,
     ) -> Router:
         return cls(fabric, method, switch_salts(fabric.num_nodes, seed, salt_mode), dst_port)
+
+    @classmethod
+    def for_scenario(cls, sc: Scenario, fabric: Fabric) -> Router:
+        """The router of a scenario's switches (hash method, salts, ``lb.dst_port``) on ``fabric``."""
+        sw = sc.switch
+        return cls.build(fabric, sc.seed, sw.hash_method, sw.salt_mode, sc.lb.dst_port)
 
     @property
     def deterministic(self) -> bool:

@@ -30,8 +30,18 @@ import pandas as pd
 from fabricsim.config.loader import load_scenario, parse_set_options
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
+from fabricsim.metrics.outdir import prepare_out_dir
 from fabricsim.metrics.results import Result, dumps_json
 from fabricsim.runner import run
+from fabricsim.sweep.backends import (
+    check_workers,
+    signals_deferred,
+    sigterm_as_interrupt,
+    stop_pool,
+    worker_pool,
+)
+from fabricsim.workloads.kv_cache import kv_bytes_per_token_of
+from fabricsim.workloads.kv_models import RankZipf
 
 __all__ = [
     "POLICIES",
@@ -112,9 +122,6 @@ def offered_load(sc: Scenario) -> float:
     fabric is not a leaf-spine or the prompts come from a trace.  ``ark`` at QPS 25: 0.87; at
     QPS 30: 1.05 (past the spine capacity).
     """
-    from fabricsim.workloads.kv_cache import kv_bytes_per_token_of
-    from fabricsim.workloads.kv_models import RankZipf
-
     wl, topo = sc.workload, sc.topology
     if wl.kind != "kv_cache" or topo.kind != "leaf_spine" or wl.prompt == "trace":
         return float("nan")
@@ -170,14 +177,6 @@ def qps_sweep(
         ``fct_mean_s``, ``fct_p95_s``, ``ttft_mean_s``, ``ttft_p95_s``, ``peak_flows_max``,
         ``ark_races``, ``ark_fallbacks``.
     """
-    from fabricsim.sweep.backends import (
-        check_workers,
-        signals_deferred,
-        sigterm_as_interrupt,
-        stop_pool,
-        worker_pool,
-    )
-
     check_workers(workers)
     data = (base or load_scenario("ark")).to_dict()
     tasks = [(data, float(q), p, int(s)) for q in qps_values for s in seeds for p in policies]
@@ -405,8 +404,6 @@ def default_study(
     seeds : int or sequence of int, optional
         How many consecutive seeds (default 3), or the seeds themselves.
     """
-    from fabricsim.metrics.outdir import prepare_out_dir
-
     target = prepare_out_dir(out, "study")  # checked before anything runs; written at the end
     base = study_scenario(sets)
     chosen = _seeds(seed, seeds)
@@ -460,8 +457,6 @@ def _run_with_progress(
 def main_sweep(out: Path, seeds: Sequence[int] = (1,), workers: int = 2) -> pd.DataFrame:
     """Run :func:`qps_sweep` (QPS 1 ... 30) and write ``sweep.csv``, ``sweep_table.csv`` and
     ``sweep.png`` under ``out``; returns the seed-averaged table."""
-    from fabricsim.metrics.outdir import prepare_out_dir
-
     target = prepare_out_dir(out, "study")
     sweep = qps_sweep(seeds=seeds, workers=workers)
     table = sweep_table(sweep)

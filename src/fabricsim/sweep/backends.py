@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import math
 import os
 import re
@@ -17,7 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 from fabricsim.errors import ConfigError
@@ -259,8 +260,6 @@ class _LocalBackend:
         return self.pool.submit(fn, arg)
 
     def as_completed(self, futures: list[Any]) -> Iterator[Any]:
-        from concurrent.futures import as_completed
-
         return as_completed(futures)
 
     def close(self, cancel: bool = False) -> None:
@@ -279,8 +278,6 @@ def _connect(client_cls: Any, address: str, timeout_s: float) -> Any:
     disarmed (its finaliser would print a traceback at exit) and Dask's loggers are quietened:
     the one line of the ConfigError says what went wrong.
     """
-    import logging
-
     box: dict[str, Any] = {}
 
     class Capturing(client_cls):

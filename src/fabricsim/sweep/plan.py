@@ -8,7 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabricsim.config.loader import load_scenario, parse_set_options
 from fabricsim.errors import ConfigError
+from fabricsim.runner import check_engine
 
 _VERSION = 1
 MAX_POINTS = 100_000
@@ -73,8 +75,6 @@ def parse_axis(item: str, option: str = "--grid") -> tuple[str, list[Any]]:
     >>> parse_axis("lb.policy=ecmp,ark")
     ('lb.policy', ['ecmp', 'ark'])
     """
-    from fabricsim.config.loader import parse_set_options
-
     if "=" not in item:
         raise ConfigError(f"{option} {item!r}: expected KEY=V1,V2,..., e.g. workload.qps=5,10")
     key, raw = item.split("=", 1)
@@ -143,9 +143,6 @@ def plan_sweep(
     engine
         ``flow`` or ``packet``; default: the scenario's.
     """
-    from fabricsim.config.loader import load_scenario, parse_set_options
-    from fabricsim.runner import check_engine
-
     grid, zipped, sets = list(grid), list(zipped), list(sets)
     if isinstance(seeds, bool) or not isinstance(seeds, int):
         raise ConfigError(f"--seeds: expected a whole number (got {seeds!r})")

@@ -12,8 +12,11 @@ from typing import Any
 
 import pandas as pd
 
+from fabricsim.config.loader import effective_scenario
 from fabricsim.errors import ConfigError, FabricsimError
-from fabricsim.metrics.results import atomic_write
+from fabricsim.metrics.outdir import MARKER, check_out_dir, make_sweep_dir
+from fabricsim.metrics.results import atomic_write, write_parquet
+from fabricsim.runner import run
 from fabricsim.sweep.backends import (
     check_timeout,
     check_workers,
@@ -50,12 +53,9 @@ def run_point(task: dict[str, Any]) -> dict[str, Any]:
         ``{"id", "ok": True, "summary", "files": {name: bytes}}``, or ``{"id", "ok": False,
         "error", "config_error"}`` if the run raised.
     """
-    import fabricsim
-    from fabricsim.config.loader import effective_scenario
-
     try:
         # the planner checked the point (with the user's keys); this is its effective scenario
-        res = fabricsim.run(effective_scenario(task["scenario"]), engine=task["engine"])
+        res = run(effective_scenario(task["scenario"]), engine=task["engine"])
     except Exception as exc:  # noqa: BLE001 - reported per point, the sweep goes on
         config_error = isinstance(exc, ConfigError)
         text = str(exc) if config_error else f"{type(exc).__name__}: {exc}"
@@ -164,8 +164,6 @@ def run_sweep(
         finished so far stay (whole) so a rerun resumes, and a fresh sweep with none finished
         leaves no directory.
     """
-    from fabricsim.metrics.outdir import check_out_dir, make_sweep_dir
-
     wall0 = time.perf_counter()
     check_out_dir(out, "sweep")
     if workers is not None and scheduler is not None:
@@ -266,8 +264,6 @@ def _drive(
 
 def _undo_fresh(out: Path, created: list[Path]) -> None:
     """Remove what a fresh sweep wrote (manifest, marker, point directories, the table)."""
-    from fabricsim.metrics.outdir import MARKER
-
     if out in created:
         shutil.rmtree(out, ignore_errors=True)
         for d in sorted(created, key=lambda p: len(p.parts), reverse=True):
@@ -295,8 +291,6 @@ def aggregate_plan(plan: SweepPlan) -> pd.DataFrame:
 
 def _write_table(out: Path) -> pd.DataFrame:
     """Aggregate the points into ``sweep.parquet`` (written atomically)."""
-    from fabricsim.metrics.results import write_parquet
-
     table = aggregate(out)
     tmp = out / f".{TABLE}.{os.getpid()}.tmp"
     try:

@@ -13,6 +13,8 @@ from typing import Any
 import pandas as pd
 
 from fabricsim.errors import ConfigError
+from fabricsim.metrics.outdir import MARKER, _pid_alive
+from fabricsim.metrics.results import dumps_json
 from fabricsim.sweep.plan import SweepPlan, SweepPoint
 
 MANIFEST = "manifest.json"
@@ -23,8 +25,6 @@ _TMP = ".tmp-"  # points/.tmp-<id>-<pid>-<random>: a point being written
 
 
 def dumps(data: Any) -> str:
-    from fabricsim.metrics.results import dumps_json
-
     return dumps_json(data)
 
 
@@ -46,8 +46,6 @@ def check_manifest(out: Path, manifest: dict[str, Any]) -> None:
     """Refuse a directory that holds a different sweep (a resume must be the same sweep)."""
     path = out / MANIFEST
     if not path.exists():
-        from fabricsim.metrics.outdir import MARKER
-
         # a sweep killed before its manifest was written leaves only its marker: fresh again
         if out.exists() and any(p.name != MARKER for p in out.iterdir()):
             raise ConfigError(f"--out {out}: not empty and not a sweep directory")
@@ -100,7 +98,6 @@ def store_point(out: Path, point: SweepPoint, result: dict[str, Any]) -> None:
 
 def remove_stale_temporaries(out: Path) -> None:
     """Delete half-written points and tables left by a killed sweep (their process is gone)."""
-    from fabricsim.metrics.outdir import _pid_alive
 
     def dead(text: str) -> bool:
         return text.isdigit() and not _pid_alive(int(text))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -59,6 +61,23 @@ def build_fabric(cfg: TopologyConfig) -> Fabric:
         leaves, top, oversub = _fat_tree(draft, cfg, host_rate, fabric_rate)
         pod_nodes = draft.pods
     return _finish(draft, cfg, leaves, top, oversub, pod_nodes)
+
+
+def fabric_for(cfg: TopologyConfig) -> Fabric:
+    """The fabric of ``cfg``, built once per distinct topology in a process (do not mutate it).
+
+    Examples
+    --------
+    >>> from fabricsim.config import TopologyConfig
+    >>> fabric_for(TopologyConfig(spines=4)) is fabric_for(TopologyConfig(spines=4))
+    True
+    """
+    return _cached_fabric(json.dumps(cfg.model_dump(mode="json"), sort_keys=True))
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_fabric(topology_json: str) -> Fabric:
+    return build_fabric(TopologyConfig.model_validate(json.loads(topology_json)))
 
 
 def _leaf_spine(d: _Draft, cfg: TopologyConfig, host_rate: float, fab_rate: float):

@@ -45,6 +45,7 @@ from google.protobuf.message import DecodeError
 from fabricsim.errors import ConfigError
 from fabricsim.units import MAX_MESSAGE_BYTES
 from fabricsim.workloads.base import power_of_two
+from fabricsim.workloads.matrix import check_matrix
 
 NODE_TYPES = (
     "INVALID_NODE",
@@ -402,8 +403,6 @@ def _group(
 
 def chakra_matrix(path: str | Path, groups: dict[str, list[int]] | None = None) -> np.ndarray:
     """The validated demand matrix of a Chakra trace set (see :func:`read_chakra`)."""
-    from fabricsim.workloads.moe import check_matrix
-
     d, counts = read_chakra(path, groups)
     if not (counts["send"] or counts["recv"] or counts["all_to_all"]):
         raise ConfigError(

@@ -10,14 +10,11 @@ bandwidth ``S / time`` and bus bandwidth (all-reduce: ``algbw * 2(n-1)/n``; all-
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from fabricsim.config.models import Scenario
 from fabricsim.config.workloads import CollectiveWorkload
 from fabricsim.errors import ConfigError
-from fabricsim.metrics.summaries import RunContext, register_summarizer
 from fabricsim.topology.fabric import Fabric
 from fabricsim.workloads.base import FlowTable, register
 
@@ -62,22 +59,3 @@ def collective(sc: Scenario, fabric: Fabric) -> FlowTable:
         table.extra["step"] = np.repeat(np.arange(steps), n)
     table.meta.update({"collective": wl.op, "participants": n, "buffer_bytes": wl.size_bytes})
     return table
-
-
-@register_summarizer("collective")
-def _collective_summary(ctx: RunContext) -> dict[str, Any]:
-    wl = ctx.scenario.workload
-    assert isinstance(wl, CollectiveWorkload)
-    if np.isnan(ctx.output.finish_s).any():
-        return {"collective_time_s": None, "busbw_gbps": None}
-    n = int(ctx.flows.meta["participants"])
-    elapsed = float(np.max(ctx.output.finish_s)) - wl.start_s
-    algbw = wl.size_bytes * 8 / elapsed
-    factor = 2 * (n - 1) / n if wl.op == "ring_allreduce" else (n - 1) / n
-    link = float(np.min(ctx.fabric.link_rate_bps[ctx.fabric.host_uplink[np.unique(ctx.flows.src)]]))
-    return {
-        "collective_time_s": elapsed,
-        "algbw_gbps": algbw / 1e9,
-        "busbw_gbps": algbw * factor / 1e9,
-        "busbw_fraction_of_link": algbw * factor / link,
-    }

@@ -28,16 +28,12 @@ True
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from fabricsim.config.catalog import get_model
 from fabricsim.config.models import Scenario
 from fabricsim.config.workloads import KvCacheWorkload
 from fabricsim.errors import ConfigError
-from fabricsim.metrics.results import percentiles
-from fabricsim.metrics.summaries import RunContext, register_summarizer
 from fabricsim.rng import stream
 from fabricsim.topology.fabric import Fabric
 from fabricsim.workloads.arrivals import poisson_arrivals, random_pairs
@@ -52,7 +48,6 @@ __all__ = [
     "kv_cache",
     "prompt_lengths",
     "ttft_s",
-    "ttft_summary",
 ]
 
 #: Extra per-flow columns of a kv_cache flow table (copied into ``flows.parquet``).
@@ -161,20 +156,3 @@ def ttft_s(flows: FlowTable, fct_s: np.ndarray) -> np.ndarray:
     NaN where the KV flow did not finish.
     """
     return flows.extra["prefill_s"] + np.asarray(fct_s, dtype=np.float64) + flows.extra["decode_s"]
-
-
-@register_summarizer("kv_cache")
-def ttft_summary(ctx: RunContext) -> dict[str, Any]:
-    """Summary keys and flow columns of a kv_cache run (a registered summarizer).
-
-    Adds ``ttft_mean_s``, ``ttft_p50_s``, ``ttft_p95_s``, ``ttft_p99_s``, ``ttft_max_s`` (over
-    the requests whose KV flow finished) and ``kv_bytes_per_token``, and the per-flow
-    ``ttft_s`` column (under ``"_columns"``, which the runner moves into the flow table).
-    """
-    ttft = ttft_s(ctx.flows, ctx.fct_s)
-    out: dict[str, Any] = {k.replace("fct_", "ttft_"): v for k, v in percentiles(ttft).items()}
-    meta = ctx.flows.meta.get("kv_cache", {})
-    if "kv_bytes_per_token" in meta:
-        out["kv_bytes_per_token"] = int(meta["kv_bytes_per_token"])
-    out["_columns"] = {"ttft_s": ttft}
-    return out

@@ -1,4 +1,4 @@
-"""MoE all-to-all dispatch (``003_*.txt``): demand matrices, sender schedulers, CCT metrics.
+"""MoE all-to-all dispatch (``003_*.txt``): demand matrices, sender schedulers.
 
 A dispatch is a GPU-level demand matrix ``D`` (bytes, one NIC per GPU: GPU ``i`` is host
 ``i``) turned into one flow per non-zero entry, all starting together.  Sources of ``D``:
@@ -16,6 +16,7 @@ leaves the flows uncapped (the engine shares the sender's rate); ``rate_based`` 
 flow at ``R_ij`` x line rate (:func:`flow_pacing_bps`), stored as the flow column
 ``rate_cap_bps``.  Engines honour it through ``Connection.rate_cap_bps``
 (:class:`RateCapPolicy` wraps any path policy); the open-loop engine reads it directly.
+The CCT summary keys are computed in :mod:`fabricsim.metrics.workload_summaries`.
 
 Examples
 --------
@@ -30,12 +31,10 @@ The paper's 3 x 3 example (row maximum 3000, column maximum 4000):
 
 from __future__ import annotations
 
-import io
 import math
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -44,11 +43,9 @@ from fabricsim.config.workloads import MoeWorkload
 from fabricsim.errors import ConfigError
 from fabricsim.rng import stream
 from fabricsim.topology.fabric import Fabric
-from fabricsim.units import MAX_MESSAGE_BYTES
-from fabricsim.workloads.base import FlowTable, power_of_two, read_text, register
-
-if TYPE_CHECKING:
-    pass
+from fabricsim.workloads.base import FlowTable, register
+from fabricsim.workloads.chakra import chakra_matrix
+from fabricsim.workloads.matrix import check_matrix, load_matrix
 
 
 @dataclass(frozen=True)
@@ -204,89 +201,6 @@ def pure_zipf_matrix(n: int, total_bytes: float) -> np.ndarray:
     alpha = float(np.sum(1.0 / np.arange(1, n + 1)))
     row = total_bytes / (np.arange(1, n + 1) * alpha)
     return np.broadcast_to(row, (n, n)).copy()
-
-
-# -- files and validation ---------------------------------------------------------------------
-def check_matrix(matrix: Any, where: str = "workload.path") -> np.ndarray:
-    """Validate a demand matrix: 2-D, square, finite, in ``0..MAX_MESSAGE_BYTES``, not all zero.
-
-    Raises
-    ------
-    ConfigError
-        One line naming ``where`` and what is wrong.
-    """
-    try:
-        m = np.asarray(matrix, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: the matrix is not numeric") from None
-    if m.ndim != 2 or m.shape[0] != m.shape[1]:
-        raise ConfigError(f"{where}: the matrix must be square N x N (got shape {m.shape})")
-    if m.shape[0] < 2:
-        raise ConfigError(f"{where}: the matrix needs at least 2 GPUs (got {m.shape[0]})")
-    checks = (
-        (np.isnan(m), "is not a number; entries must be finite numbers"),
-        (np.isinf(m), "is not finite; entries must be finite numbers"),
-        (m < 0, "is negative; demands are >= 0"),
-        (m > MAX_MESSAGE_BYTES, f"is more than {power_of_two(MAX_MESSAGE_BYTES)} bytes, the limit"),
-    )
-    for bad, problem in checks:
-        if bad.any():
-            i, j = (int(x) for x in np.argwhere(bad)[0])
-            raise ConfigError(
-                f"{where}: entry ({i}, {j}) (GPU {i} -> GPU {j}) = {m[i, j]:.6g} {problem}"
-            )
-    if not m.any():
-        raise ConfigError(f"{where}: the matrix is all zeros (no traffic)")
-    return m
-
-
-def load_matrix(path: str | Path) -> np.ndarray:
-    """Read a demand matrix from a CSV (comma-separated numbers, no header, UTF-8) or ``.npy``
-    file; a bad CSV cell is reported by line and column, counted from 1."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"workload.path: file not found: {p}")
-    if p.suffix.lower() == ".npy":
-        try:
-            data = np.load(p, allow_pickle=False)
-        except Exception as exc:  # noqa: BLE001 - any reader failure is bad user input
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ConfigError(f"workload.path: cannot read {p.name} as a matrix: {first}") from None
-    else:
-        data = _csv_matrix(read_text(p, "workload.path"), p.name)
-    return check_matrix(data, f"workload.path: {p.name}")
-
-
-def _csv_matrix(text: str, name: str) -> np.ndarray:
-    if not text.strip():
-        raise ConfigError(f"workload.path: {name} is empty")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # loadtxt warns on odd input; we refuse it instead
-        try:
-            return np.loadtxt(io.StringIO(text), delimiter=",", dtype=np.float64, ndmin=2)
-        except ValueError:
-            why = _first_bad_cell(text)
-            raise ConfigError(f"workload.path: cannot read {name} as a matrix: {why}") from None
-
-
-def _first_bad_cell(text: str) -> str:
-    """Why a CSV is not a matrix of numbers: the first short/long line or non-number cell."""
-    width, first = None, 0
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0]
-        if not line.strip():
-            continue
-        cells = line.split(",")
-        if width is None:
-            width, first = len(cells), lineno
-        elif len(cells) != width:
-            return f"line {lineno} has {len(cells)} values, line {first} has {width}"
-        for column, cell in enumerate(cells, 1):
-            try:
-                float(cell)
-            except ValueError:
-                return f"line {lineno}, column {column}: {cell.strip()!r} is not a number"
-    return "not a matrix of comma-separated numbers"
 
 
 # -- normalization (the rate-based scheduler) -------------------------------------------------
@@ -456,8 +370,6 @@ def _matrix_for(sc: Scenario, fabric: Fabric) -> tuple[np.ndarray, np.ndarray, d
 def _file_matrix(wl: MoeWorkload, n: int) -> np.ndarray:
     assert wl.path is not None
     if wl.matrix == "chakra":
-        from fabricsim.workloads.chakra import chakra_matrix
-
         d = chakra_matrix(wl.path, wl.trace_groups)
     else:
         d = load_matrix(wl.path)
@@ -499,162 +411,8 @@ def moe(sc: Scenario, fabric: Fabric) -> FlowTable:
         "matrix_bytes": float(d.sum()),
         **info,
     }
-    _ensure_summarizer()
     return table
 
 
 # -- engines: honouring the caps ---------------------------------------------------------------
 # RateCapPolicy / with_rate_caps live in fabricsim.lb.base (any workload may carry caps).
-
-
-# -- summary.json keys ------------------------------------------------------------------------
-def cct_lower_bound_s(
-    fabric: Fabric,
-    src: np.ndarray,
-    dst: np.ndarray,
-    wire_bytes: np.ndarray,
-    mss: int,
-    header_bytes: int,
-) -> tuple[float, str]:
-    """CCT at 100 % utilization of the busiest NIC (``M`` in wire bits / its line rate) plus one
-    unloaded path delay through it; also the name of that port."""
-    send_bps, recv_bps = host_rates_bps(fabric)
-    bits = 8.0 * np.asarray(wire_bytes, dtype=np.float64)
-    out_t = np.bincount(src, weights=bits, minlength=fabric.num_hosts) / send_bps
-    in_t = np.bincount(dst, weights=bits, minlength=fabric.num_hosts) / recv_bps
-    if in_t.max() >= out_t.max():
-        host, on_port, port = int(in_t.argmax()), dst, "in"
-    else:
-        host, on_port, port = int(out_t.argmax()), src, "out"
-    lat = shortest_latency_s(fabric, src, dst, on_port == host, mss, header_bytes)
-    name = f"{fabric.host_names[host]} ({port})"
-    return float(max(out_t.max(), in_t.max())) + lat, name
-
-
-def shortest_latency_s(
-    fabric: Fabric, src: np.ndarray, dst: np.ndarray, mask: np.ndarray, mss: int, hdr: int
-) -> float:
-    """The smallest unloaded packet delay over the flows in ``mask`` (once per leaf pair), s."""
-    lat = math.inf
-    seen: set[tuple[int, int]] = set()
-    for f in np.flatnonzero(mask):
-        s, d = int(src[f]), int(dst[f])
-        key = (int(fabric.host_leaf[s]), int(fabric.host_leaf[d]))
-        if key not in seen:
-            seen.add(key)
-            lat = min(lat, unloaded_latency_s(fabric, s, d, mss, hdr))
-    return 0.0 if math.isinf(lat) else lat
-
-
-def moe_summary(ctx: Any) -> dict[str, Any]:
-    """``cct_s``, ``cct_lower_bound_s``, ``cct_inflation``, the dispatch's facts, and the hot
-    receiver's utilization; on the packet engine also its queue (:func:`packet_queue_metrics`).
-
-    ``hot_receiver_utilization``: the hot receiver's load (wire bits over its rate) divided by
-    the time from the dispatch start plus its shortest unloaded path delay to its last arrival
-    (1 = its downlink never idled; None if a flow into it did not finish).
-    """
-    f, sc = ctx.flows, ctx.scenario
-    mss, hdr = sc.nic.rdma_data_mss, sc.nic.header_bytes
-    wire = wire_bytes_array(f.size_bytes, mss, hdr)
-    bound, port = cct_lower_bound_s(ctx.fabric, f.src, f.dst, wire, mss, hdr)
-    finish = ctx.output.finish_s
-    cct = None if np.isnan(finish).any() else float(finish.max() - f.start_s.min())
-    meta = f.meta.get("moe", {})
-    out = {
-        "cct_s": cct,
-        "cct_lower_bound_s": bound,
-        "cct_inflation": None if cct is None else cct / bound,
-        "moe_bottleneck_port": port,
-        "moe_scheduler": f.meta.get("sender_scheduler"),
-        "moe_gpus": meta.get("gpus"),
-        "moe_matrix_bytes": meta.get("matrix_bytes"),
-        "moe_wire_bytes": int(wire.sum()),
-        "moe_nvlink_bytes": meta.get("nvlink_bytes"),
-    }
-    hot, load_s = hot_receiver(ctx.fabric, f.dst, wire)
-    into = f.dst == hot
-    lat = shortest_latency_s(ctx.fabric, f.src, f.dst, into, mss, hdr)
-    span = float(finish[into].max() - f.start_s.min()) - lat  # NaN if one is unfinished
-    out["hot_receiver_utilization"] = load_s / span if span > 0 else None
-    if ctx.engine == "packet":
-        out.update(packet_queue_metrics(ctx, hot))
-    return out
-
-
-def hot_receiver(fabric: Fabric, dst: np.ndarray, wire_bytes: np.ndarray) -> tuple[int, float]:
-    """The receiver with the largest load over its line rate, and that load in seconds."""
-    _, recv_bps = host_rates_bps(fabric)
-    load_s = np.bincount(dst, weights=8.0 * wire_bytes, minlength=fabric.num_hosts) / recv_bps
-    hot = int(np.argmax(load_s))
-    return hot, float(load_s[hot])
-
-
-def packet_queue_metrics(ctx: Any, hot: int) -> dict[str, Any]:
-    """The hot receiver's downlink queue and the fabric's backlog, from the packet engine's records.
-
-    ``hot_receiver_peak_queue_bytes``: exact with ``records.port_stats`` (the port's peak data
-    queue), else the largest ``records.timelines`` sample; absent with neither.  With
-    timelines, the table ``timeline_backlog`` (per sample: ``backlog_bytes`` = data and
-    header bytes queued in every switch port, ``hot_queue_bytes``, ``hot_utilization``,
-    ``receiver_utilization`` = the receiving downlinks' capacity-weighted utilization) is added
-    to the run's tables, with ``peak_backlog_bytes`` and ``peak_backlog_s``.
-    """
-    fab, tables = ctx.fabric, ctx.output.tables
-    down = fab.link_names[int(fab.host_downlink[hot])]
-    out: dict[str, Any] = {"hot_receiver": fab.host_names[hot]}
-    ports, tl = tables.get("port_stats"), tables.get("timeline_links")
-    if ports is not None:
-        row = ports.loc[ports["link"] == down, "peak_queue_bytes"]
-        out["hot_receiver_peak_queue_bytes"] = float(row.iloc[0])
-    if tl is None:
-        return out
-    table = backlog_timeline(fab, tl, hot, np.unique(ctx.flows.dst))
-    tables["timeline_backlog"] = table
-    if ports is None:
-        hot_q = table["hot_queue_bytes"]
-        out["hot_receiver_peak_queue_bytes"] = float(hot_q.max()) if len(hot_q) else 0.0
-    if len(table):
-        i = int(table["backlog_bytes"].to_numpy().argmax())
-        out["peak_backlog_bytes"] = float(table["backlog_bytes"].iloc[i])
-        out["peak_backlog_s"] = float(table["time_s"].iloc[i])
-    return out
-
-
-def backlog_timeline(fabric: Fabric, links: Any, hot: int, receivers: np.ndarray) -> Any:
-    """``timeline_backlog`` from a packet-engine ``timeline_links`` table (see
-    :func:`packet_queue_metrics`); a link missing at a sample time was idle there."""
-    import pandas as pd
-
-    names = np.asarray(fabric.link_names)
-    times = np.sort(links["time_s"].unique())
-    uplinks = set(names[fabric.host_uplink])  # the NIC pulls: nothing queues there
-    queued = links[~links["link"].isin(uplinks)].groupby("time_s")["queue_bytes"].sum()
-    hot_rows = links[links["link"] == names[fabric.host_downlink[hot]]].set_index("time_s")
-    rx = fabric.host_downlink[receivers]
-    rate = pd.Series(fabric.link_nominal_bps[rx].astype(float), index=names[rx])
-    rows = links[links["link"].isin(rate.index)]
-    served = (rows["utilization"] * rows["link"].map(rate)).groupby(rows["time_s"]).sum()
-    return pd.DataFrame(
-        {
-            "time_s": times,
-            "backlog_bytes": queued.reindex(times, fill_value=0).to_numpy(dtype=float),
-            "hot_queue_bytes": hot_rows["queue_bytes"].reindex(times, fill_value=0).to_numpy(float),
-            "hot_utilization": hot_rows["utilization"].reindex(times, fill_value=0.0).to_numpy(),
-            "receiver_utilization": served.reindex(times, fill_value=0.0).to_numpy() / rate.sum(),
-        }
-    )
-
-
-_REGISTERED: list[bool] = []
-
-
-def _ensure_summarizer() -> None:
-    """Register :func:`moe_summary` with the runner on the first build (the runner imports this
-    package, so it cannot be imported at module import time)."""
-    if _REGISTERED:
-        return
-    from fabricsim.metrics.summaries import register_summarizer
-
-    register_summarizer("moe")(moe_summary)
-    _REGISTERED.append(True)

@@ -28,11 +28,13 @@ import pandas as pd
 from fabricsim.config.models import Scenario
 from fabricsim.config.workloads import TraceWorkload
 from fabricsim.errors import ConfigError
+from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import Fabric
 from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S
 from fabricsim.workloads.base import (
     FlowTable,
     check_total_bytes,
+    generate,
     power_of_two,
     read_text,
     register,
@@ -431,10 +433,7 @@ def messages_frame(table: FlowTable) -> pd.DataFrame:
 
 def export_messages(sc: Scenario, fmt: str, path: str | Path) -> int:
     """Write a scenario's messages as CSV or an htsim ``.cm`` file; returns the count."""
-    from fabricsim.runner import fabric_of
-    from fabricsim.workloads.base import generate
-
-    fabric = fabric_of(sc)
+    fabric = fabric_for(sc.topology)
     table = generate(sc, fabric)
     if table.depends_on is not None and any(table.depends_on):
         raise ConfigError(

@@ -1,0 +1,216 @@
+"""The built-in workloads' ``summary.json`` keys, registered by ``workload.kind``.
+
+Metrics sit above the workloads, so the summarizers live here and read the flow table and the
+engine output; workload modules stay free of metrics.  The runner imports this module (which
+registers them) and passes the :class:`~fabricsim.metrics.summaries.RunContext`.
+
+* ``leaf_to_leaf``: ``step_efficiency`` (one message alone over the slowest message);
+* ``collective``: completion time, algorithm and bus bandwidth (nccl-tests' definitions);
+* ``moe``: the dispatch's CCT, its lower bound and the hot receiver (moved from
+  ``workloads/moe.py``);
+* ``kv_cache``: TTFT percentiles (:func:`ttft_summary`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fabricsim.config.workloads import CollectiveWorkload
+from fabricsim.metrics.results import percentiles
+from fabricsim.metrics.summaries import RunContext, register_summarizer
+from fabricsim.topology.fabric import Fabric
+from fabricsim.workloads.kv_cache import ttft_s
+from fabricsim.workloads.moe import host_rates_bps, unloaded_latency_s, wire_bytes_array
+
+
+# -- leaf_to_leaf -----------------------------------------------------------------------------
+@register_summarizer("leaf_to_leaf")
+def step_efficiency(ctx: RunContext) -> dict[str, Any]:
+    """A synchronized step: ideal (one message alone) / the slowest message's time."""
+    if np.isnan(ctx.fct_s).any():
+        return {"step_efficiency": 0.0}
+    ideal = ctx.alone_fct_s(0)
+    return {"step_efficiency": ideal / float(ctx.fct_s.max()), "step_ideal_s": ideal}
+
+
+# -- collective -------------------------------------------------------------------------------
+@register_summarizer("collective")
+def collective_summary(ctx: RunContext) -> dict[str, Any]:
+    """``collective_time_s``, ``algbw_gbps``, ``busbw_gbps`` and ``busbw_fraction_of_link``."""
+    wl = ctx.scenario.workload
+    assert isinstance(wl, CollectiveWorkload)
+    if np.isnan(ctx.output.finish_s).any():
+        return {"collective_time_s": None, "busbw_gbps": None}
+    n = int(ctx.flows.meta["participants"])
+    elapsed = float(np.max(ctx.output.finish_s)) - wl.start_s
+    algbw = wl.size_bytes * 8 / elapsed
+    factor = 2 * (n - 1) / n if wl.op == "ring_allreduce" else (n - 1) / n
+    link = float(np.min(ctx.fabric.link_rate_bps[ctx.fabric.host_uplink[np.unique(ctx.flows.src)]]))
+    return {
+        "collective_time_s": elapsed,
+        "algbw_gbps": algbw / 1e9,
+        "busbw_gbps": algbw * factor / 1e9,
+        "busbw_fraction_of_link": algbw * factor / link,
+    }
+
+
+# -- moe --------------------------------------------------------------------------------------
+def cct_lower_bound_s(
+    fabric: Fabric,
+    src: np.ndarray,
+    dst: np.ndarray,
+    wire_bytes: np.ndarray,
+    mss: int,
+    header_bytes: int,
+) -> tuple[float, str]:
+    """CCT at 100 % utilization of the busiest NIC (``M`` in wire bits / its line rate) plus one
+    unloaded path delay through it; also the name of that port."""
+    send_bps, recv_bps = host_rates_bps(fabric)
+    bits = 8.0 * np.asarray(wire_bytes, dtype=np.float64)
+    out_t = np.bincount(src, weights=bits, minlength=fabric.num_hosts) / send_bps
+    in_t = np.bincount(dst, weights=bits, minlength=fabric.num_hosts) / recv_bps
+    if in_t.max() >= out_t.max():
+        host, on_port, port = int(in_t.argmax()), dst, "in"
+    else:
+        host, on_port, port = int(out_t.argmax()), src, "out"
+    lat = shortest_latency_s(fabric, src, dst, on_port == host, mss, header_bytes)
+    name = f"{fabric.host_names[host]} ({port})"
+    return float(max(out_t.max(), in_t.max())) + lat, name
+
+
+def shortest_latency_s(
+    fabric: Fabric, src: np.ndarray, dst: np.ndarray, mask: np.ndarray, mss: int, hdr: int
+) -> float:
+    """The smallest unloaded packet delay over the flows in ``mask`` (once per leaf pair), s."""
+    lat = math.inf
+    seen: set[tuple[int, int]] = set()
+    for f in np.flatnonzero(mask):
+        s, d = int(src[f]), int(dst[f])
+        key = (int(fabric.host_leaf[s]), int(fabric.host_leaf[d]))
+        if key not in seen:
+            seen.add(key)
+            lat = min(lat, unloaded_latency_s(fabric, s, d, mss, hdr))
+    return 0.0 if math.isinf(lat) else lat
+
+
+@register_summarizer("moe")
+def moe_summary(ctx: RunContext) -> dict[str, Any]:
+    """``cct_s``, ``cct_lower_bound_s``, ``cct_inflation``, the dispatch's facts, and the hot
+    receiver's utilization; on the packet engine also its queue (:func:`packet_queue_metrics`).
+
+    ``hot_receiver_utilization``: the hot receiver's load (wire bits over its rate) divided by
+    the time from the dispatch start plus its shortest unloaded path delay to its last arrival
+    (1 = its downlink never idled; None if a flow into it did not finish).
+    """
+    f, sc = ctx.flows, ctx.scenario
+    mss, hdr = sc.nic.rdma_data_mss, sc.nic.header_bytes
+    wire = wire_bytes_array(f.size_bytes, mss, hdr)
+    bound, port = cct_lower_bound_s(ctx.fabric, f.src, f.dst, wire, mss, hdr)
+    finish = ctx.output.finish_s
+    cct = None if np.isnan(finish).any() else float(finish.max() - f.start_s.min())
+    meta = f.meta.get("moe", {})
+    out = {
+        "cct_s": cct,
+        "cct_lower_bound_s": bound,
+        "cct_inflation": None if cct is None else cct / bound,
+        "moe_bottleneck_port": port,
+        "moe_scheduler": f.meta.get("sender_scheduler"),
+        "moe_gpus": meta.get("gpus"),
+        "moe_matrix_bytes": meta.get("matrix_bytes"),
+        "moe_wire_bytes": int(wire.sum()),
+        "moe_nvlink_bytes": meta.get("nvlink_bytes"),
+    }
+    hot, load_s = hot_receiver(ctx.fabric, f.dst, wire)
+    into = f.dst == hot
+    lat = shortest_latency_s(ctx.fabric, f.src, f.dst, into, mss, hdr)
+    span = float(finish[into].max() - f.start_s.min()) - lat  # NaN if one is unfinished
+    out["hot_receiver_utilization"] = load_s / span if span > 0 else None
+    if ctx.engine == "packet":
+        out.update(packet_queue_metrics(ctx, hot))
+    return out
+
+
+def hot_receiver(fabric: Fabric, dst: np.ndarray, wire_bytes: np.ndarray) -> tuple[int, float]:
+    """The receiver with the largest load over its line rate, and that load in seconds."""
+    _, recv_bps = host_rates_bps(fabric)
+    load_s = np.bincount(dst, weights=8.0 * wire_bytes, minlength=fabric.num_hosts) / recv_bps
+    hot = int(np.argmax(load_s))
+    return hot, float(load_s[hot])
+
+
+def packet_queue_metrics(ctx: RunContext, hot: int) -> dict[str, Any]:
+    """The hot receiver's downlink queue and the fabric's backlog, from the packet engine's records.
+
+    ``hot_receiver_peak_queue_bytes``: exact with ``records.port_stats`` (the port's peak data
+    queue), else the largest ``records.timelines`` sample; absent with neither.  With
+    timelines, the table ``timeline_backlog`` (per sample: ``backlog_bytes`` = data and
+    header bytes queued in every switch port, ``hot_queue_bytes``, ``hot_utilization``,
+    ``receiver_utilization`` = the receiving downlinks' capacity-weighted utilization) is added
+    to the run's tables, with ``peak_backlog_bytes`` and ``peak_backlog_s``.
+    """
+    fab, tables = ctx.fabric, ctx.output.tables
+    down = fab.link_names[int(fab.host_downlink[hot])]
+    out: dict[str, Any] = {"hot_receiver": fab.host_names[hot]}
+    ports, tl = tables.get("port_stats"), tables.get("timeline_links")
+    if ports is not None:
+        row = ports.loc[ports["link"] == down, "peak_queue_bytes"]
+        out["hot_receiver_peak_queue_bytes"] = float(row.iloc[0])
+    if tl is None:
+        return out
+    table = backlog_timeline(fab, tl, hot, np.unique(ctx.flows.dst))
+    tables["timeline_backlog"] = table
+    if ports is None:
+        hot_q = table["hot_queue_bytes"]
+        out["hot_receiver_peak_queue_bytes"] = float(hot_q.max()) if len(hot_q) else 0.0
+    if len(table):
+        i = int(table["backlog_bytes"].to_numpy().argmax())
+        out["peak_backlog_bytes"] = float(table["backlog_bytes"].iloc[i])
+        out["peak_backlog_s"] = float(table["time_s"].iloc[i])
+    return out
+
+
+def backlog_timeline(
+    fabric: Fabric, links: pd.DataFrame, hot: int, receivers: np.ndarray
+) -> pd.DataFrame:
+    """``timeline_backlog`` from a packet-engine ``timeline_links`` table (see
+    :func:`packet_queue_metrics`); a link missing at a sample time was idle there."""
+    names = np.asarray(fabric.link_names)
+    times = np.sort(links["time_s"].unique())
+    uplinks = set(names[fabric.host_uplink])  # the NIC pulls: nothing queues there
+    queued = links[~links["link"].isin(uplinks)].groupby("time_s")["queue_bytes"].sum()
+    hot_rows = links[links["link"] == names[fabric.host_downlink[hot]]].set_index("time_s")
+    rx = fabric.host_downlink[receivers]
+    rate = pd.Series(fabric.link_nominal_bps[rx].astype(float), index=names[rx])
+    rows = links[links["link"].isin(rate.index)]
+    served = (rows["utilization"] * rows["link"].map(rate)).groupby(rows["time_s"]).sum()
+    return pd.DataFrame(
+        {
+            "time_s": times,
+            "backlog_bytes": queued.reindex(times, fill_value=0).to_numpy(dtype=float),
+            "hot_queue_bytes": hot_rows["queue_bytes"].reindex(times, fill_value=0).to_numpy(float),
+            "hot_utilization": hot_rows["utilization"].reindex(times, fill_value=0.0).to_numpy(),
+            "receiver_utilization": served.reindex(times, fill_value=0.0).to_numpy() / rate.sum(),
+        }
+    )
+
+
+# -- kv_cache ---------------------------------------------------------------------------------
+@register_summarizer("kv_cache")
+def ttft_summary(ctx: RunContext) -> dict[str, Any]:
+    """Summary keys and flow columns of a kv_cache run (a registered summarizer).
+
+    Adds ``ttft_mean_s``, ``ttft_p50_s``, ``ttft_p95_s``, ``ttft_p99_s``, ``ttft_max_s`` (over
+    the requests whose KV flow finished) and ``kv_bytes_per_token``, and the per-flow
+    ``ttft_s`` column (under ``"_columns"``, which the runner moves into the flow table).
+    """
+    ttft = ttft_s(ctx.flows, ctx.fct_s)
+    out: dict[str, Any] = {k.replace("fct_", "ttft_"): v for k, v in percentiles(ttft).items()}
+    meta = ctx.flows.meta.get("kv_cache", {})
+    if "kv_bytes_per_token" in meta:
+        out["kv_bytes_per_token"] = int(meta["kv_bytes_per_token"])
+    out["_columns"] = {"ttft_s": ttft}
+    return out
