@@ -1,4 +1,4 @@
-"""The ``compare`` command, registered on :data:`fabricsim.cli.app`; no model logic here."""
+"""The ``compare`` verb: every load-balancing method on one fabric (fabricsim.compare)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,17 @@ from typing import Annotated
 
 import typer
 
-from fabricsim.cli import EngineOpt, SetOpt, app
+from fabricsim.cli.app import EngineOpt, QuietOpt, ScenarioArg, SetOpt, app
+from fabricsim.compare import compare as run_compare
+from fabricsim.compare import format_table, print_progress
+from fabricsim.config.loader import load_scenario, parse_set_options
+from fabricsim.metrics.outdir import check_out_dir
+from fabricsim.sweep.backends import check_workers
 
 
 @app.command()
 def compare(
-    scenario: Annotated[str, typer.Argument(help="YAML path or built-in name")],
+    scenario: ScenarioArg,
     engine: EngineOpt = None,
     set_: SetOpt = None,
     seeds: Annotated[int, typer.Option("--seeds", help="runs per method (seed, seed+1, ...)")] = 1,
@@ -22,7 +27,7 @@ def compare(
         str | None, typer.Option("--methods", help="comma-separated subset of the methods")
     ] = None,
     workers: Annotated[int, typer.Option("--workers", help="parallel processes")] = 1,
-    quiet: Annotated[bool, typer.Option("--quiet", help="print nothing but errors")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Every load-balancing method on one fabric: one table and a bar chart.
 
@@ -30,12 +35,6 @@ def compare(
     (switch); pinned and qp_scaling on request.  Flow engine: ecmp, ideal_spray, pinned,
     qp_scaling.
     """
-    from fabricsim.compare import compare as run_compare
-    from fabricsim.compare import format_table, print_progress
-    from fabricsim.config.loader import load_scenario, parse_set_options
-    from fabricsim.metrics.outdir import check_out_dir
-    from fabricsim.sweep.backends import check_workers
-
     if out is not None:
         check_out_dir(out, "compare")  # before loading anything: a bad --out fails at once
     check_workers(workers)

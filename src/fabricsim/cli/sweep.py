@@ -1,24 +1,24 @@
-"""The ``sweep`` and ``report`` commands, registered on :data:`fabricsim.cli.app`.
-
-``cli.py`` imports this module when it exists; no model logic lives here.
-"""
+"""The ``sweep`` verb: a scenario over a parameter grid x seeds (fabricsim.sweep)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import sys
 from typing import Annotated
 
 import typer
 
-from fabricsim.cli import EngineOpt, SetOpt, app
+from fabricsim.cli.app import EngineOpt, QuietOpt, ScenarioArg, SetOpt, app
 from fabricsim.errors import ConfigError
+from fabricsim.metrics.outdir import check_out_dir
+from fabricsim.sweep import describe, failure_error, plan_sweep, run_sweep
+from fabricsim.sweep.backends import check_timeout, check_workers
 
 ListOpt = list[str] | None
 
 
 @app.command()
 def sweep(
-    scenario: Annotated[str, typer.Argument(help="YAML path or built-in name")],
+    scenario: ScenarioArg,
     out: Annotated[str, typer.Option("--out", help="sweep directory (resumed if it exists)")],
     grid: Annotated[
         ListOpt, typer.Option("--grid", help="KEY=V1,V2,... a grid axis; repeatable")
@@ -38,15 +38,9 @@ def sweep(
     ] = 5.0,
     engine: EngineOpt = None,
     set_: SetOpt = None,
-    quiet: Annotated[bool, typer.Option("--quiet", help="print nothing but errors")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run a scenario over a parameter grid x seeds; one result per point, sweep.parquet."""
-    import sys
-
-    from fabricsim.metrics.outdir import check_out_dir
-    from fabricsim.sweep import describe, failure_error, plan_sweep, run_sweep
-    from fabricsim.sweep.backends import check_timeout, check_workers
-
     check_out_dir(out, "sweep")  # before planning: a bad --out fails at once
     if workers is not None and scheduler is not None:
         raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")
@@ -62,16 +56,3 @@ def sweep(
     error = failure_error(outcome)
     if error is not None:
         raise error
-
-
-@app.command()
-def report(
-    directory: Annotated[Path, typer.Argument(help="a run or sweep output directory")],
-    quiet: Annotated[bool, typer.Option("--quiet", help="print nothing but errors")] = False,
-) -> None:
-    """Write DIR/report.html: a self-contained HTML report of a run or a sweep."""
-    from fabricsim.report import write_report
-
-    path = write_report(directory)
-    if not quiet:
-        typer.echo(f"wrote {path}")

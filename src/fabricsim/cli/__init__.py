@@ -1,0 +1,22 @@
+"""Command line: argv -> config -> run.  No model logic lives here.
+
+Exit codes: 0 success, 2 bad input (one line on stderr), 1 internal error, 130 Ctrl-C.
+
+:mod:`fabricsim.cli.app` holds the typer :data:`app`, the shared option types and :func:`main`
+(the console script ``fabricsim = "fabricsim.cli:main"``); each verb group is one module that
+registers its commands on :data:`app` when it is imported below.
+"""
+
+from fabricsim.cli.app import app, main
+
+# isort: off
+# The order of these imports is the order of the commands in ``fabricsim --help``.
+from fabricsim.cli import run  # noqa: F401 - run
+from fabricsim.cli import tools  # noqa: F401 - scenarios, ecmp-math, ports, export-trace
+from fabricsim.cli import sweep  # noqa: F401 - sweep
+from fabricsim.cli import report  # noqa: F401 - report
+from fabricsim.cli import compare  # noqa: F401 - compare
+
+# isort: on
+
+__all__ = ["app", "main"]

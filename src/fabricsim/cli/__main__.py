@@ -1,0 +1,7 @@
+"""``python -m fabricsim.cli`` runs the command line (as ``python -m fabricsim`` does)."""
+
+import sys
+
+from fabricsim.cli import main
+
+sys.exit(main())

@@ -1,0 +1,73 @@
+"""The typer application, the option types the verbs share, and :func:`main`.
+
+Exit codes: 0 success, 2 bad input (one line on stderr), 1 internal error, 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import Annotated
+
+import typer
+
+from fabricsim.errors import ConfigError
+
+try:  # typer >= 0.20 vendors click
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover - older typer with external click
+    from click import exceptions as click_exc  # type: ignore[no-redef]
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="fabricsim: simulate AI data-center fabrics (ECMP, spraying, ARK, UET transport).",
+)
+
+ScenarioArg = Annotated[str, typer.Argument(help="YAML path or built-in name")]
+SetOpt = Annotated[
+    list[str] | None, typer.Option("--set", help="KEY=VALUE override (dotted key); repeatable")
+]
+EngineOpt = Annotated[str | None, typer.Option("--engine", help="flow or packet")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", help="print nothing but errors")]
+
+
+def _interrupted() -> None:
+    """Ctrl-C: one line, and no second traceback if another Ctrl-C arrives while printing."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        sys.stderr.write("\ninterrupted\n" if sys.stderr.isatty() else "interrupted\n")
+        sys.stderr.flush()
+    except OSError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point with the exit-code contract."""
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=argv, prog_name="fabricsim", standalone_mode=False)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        return 2
+    except (KeyboardInterrupt, typer.Abort):
+        _interrupted()
+        return 130
+    except click_exc.UsageError as exc:
+        typer.echo(f"error: {exc.format_message()}", err=True)
+        return 2
+    except typer.Exit as exc:
+        return int(exc.exit_code or 0)
+    except click_exc.ClickException as exc:
+        typer.echo(f"error: {exc.format_message()}", err=True)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the contract: one line, exit 1
+        typer.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
+        if "--debug" in (argv or sys.argv):
+            raise
+        return 1
+    if code == 130:  # typer turns Ctrl-C into Exit(130) and returns it here
+        _interrupted()
+    return code if isinstance(code, int) else 0  # click returns ctx.exit()'s code here

@@ -1,0 +1,27 @@
+"""Helpers several verbs share: a scenario from SCENARIO/--set/--seed, an ``--out`` path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fabricsim.config.loader import load_scenario, parse_set_options
+from fabricsim.config.models import Scenario
+from fabricsim.errors import ConfigError
+
+
+def scenario_from_options(name: str, sets: list[str] | None, seed: int | None) -> Scenario:
+    """The scenario ``name`` with the ``--set`` overrides and ``--seed`` applied."""
+    sc = load_scenario(name)
+    overrides = parse_set_options(sets or [])
+    if seed is not None:
+        overrides["seed"] = seed
+    return sc.with_overrides(overrides) if overrides else sc
+
+
+def out_path(text: str | None, option: str) -> Path | None:
+    """An ``--out`` value as a path; ``''`` is refused (it would mean the current directory)."""
+    if text is None:
+        return None
+    if not text.strip():
+        raise ConfigError(f"{option}: empty path; give a directory name, e.g. {option} runs/x")
+    return Path(text)

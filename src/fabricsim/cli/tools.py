@@ -1,0 +1,145 @@
+"""Inspection verbs: ``scenarios``, ``ecmp-math``, ``ports`` and ``export-trace``."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fabricsim.analysis.ecmp_math import ecmp_collision_stats, monte_carlo_collision_stats
+from fabricsim.cli.app import ScenarioArg, SetOpt, app
+from fabricsim.cli.common import out_path, scenario_from_options
+from fabricsim.config.loader import builtin_descriptions
+from fabricsim.errors import ConfigError
+from fabricsim.metrics.outdir import check_out_file
+from fabricsim.routing.inverse import path_ports, stage_ports
+from fabricsim.workloads.trace import export_messages
+
+
+@app.command()
+def scenarios() -> None:
+    """List the built-in scenarios with one-line descriptions."""
+    for name, desc in builtin_descriptions().items():
+        typer.echo(f"{name:16s} {desc}")
+
+
+@app.command("ecmp-math")
+def ecmp_math(
+    flows: Annotated[int, typer.Option("--flows", help="N flows")],
+    uplinks: Annotated[int, typer.Option("--uplinks", help="M equal uplinks")],
+    qp_scaling: Annotated[int, typer.Option("--qp-scaling", help="queue pairs per flow")] = 1,
+    monte_carlo: Annotated[int, typer.Option("--monte-carlo", help="also simulate T trials")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """Exact ECMP collision statistics of N flows hashed onto M uplinks."""
+    try:
+        stats = ecmp_collision_stats(flows, uplinks, qp_scaling)
+        mc = (
+            monte_carlo_collision_stats(flows, uplinks, qp_scaling, trials=monte_carlo)
+            if monte_carlo
+            else None
+        )
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    data = stats.to_dict()
+    if mc is not None:
+        data["monte_carlo"] = mc.to_dict() | {"trials": monte_carlo}
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    typer.echo(f"{flows} flows x {qp_scaling} QP on {uplinks} uplinks ({stats.method})")
+    for key in (
+        "p_no_collision",
+        "expected_idle_uplinks",
+        "expected_max_load",
+        "efficiency",
+        "slowdown",
+    ):
+        typer.echo(f"  {key:22s} {data[key]:.6g}")
+    typer.echo("  max load distribution:")
+    for load, p in data["max_load_distribution"].items():
+        typer.echo(f"    {load:>4s}  {p:.6g}")
+
+
+def _ip(text: str, field: str) -> int:
+    try:
+        return int(ipaddress.IPv4Address(text))
+    except ValueError:
+        raise ConfigError(f"{field}: not an IPv4 address: {text!r}") from None
+
+
+@app.command()
+def ports(
+    paths: Annotated[int | None, typer.Option("--paths", help="one stage: K members")] = None,
+    src_ip: Annotated[str, typer.Option("--src-ip")] = "10.0.0.1",
+    dst_ip: Annotated[str, typer.Option("--dst-ip")] = "10.0.0.2",
+    dst_port: Annotated[int, typer.Option("--dst-port")] = 4791,
+    proto: Annotated[int, typer.Option("--proto")] = 17,
+    hash_method: Annotated[
+        str, typer.Option("--hash", help="switch.hash_method")
+    ] = "crc32WithSalt",
+    salt: Annotated[int, typer.Option("--salt", help="the switch's 32-bit salt")] = 0,
+    tier: Annotated[int, typer.Option("--tier", help="switch tier (crc32Offset)")] = 1,
+    scenario: Annotated[
+        str | None, typer.Option("--scenario", help="whole path in a scenario")
+    ] = None,
+    src_host: Annotated[int | None, typer.Option("--src-host")] = None,
+    dst_host: Annotated[int | None, typer.Option("--dst-host")] = None,
+    set_: SetOpt = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Which UDP source ports land on which path (the inverse ECMP hash)."""
+    if scenario is not None:
+        if src_host is None or dst_host is None:
+            raise ConfigError("--scenario needs --src-host and --dst-host")
+        sc = scenario_from_options(scenario, set_, None)
+        result = path_ports(sc, src_host, dst_host)
+    elif paths is not None:
+        result = stage_ports(
+            paths,
+            _ip(src_ip, "--src-ip"),
+            _ip(dst_ip, "--dst-ip"),
+            dst_port,
+            proto,
+            hash_method,
+            salt,
+            tier,
+        )
+    else:
+        raise ConfigError(
+            "ports: give --paths K (one stage) or --scenario with --src-host/--dst-host"
+        )
+    if as_json:
+        typer.echo(json.dumps(result, indent=1))
+        return
+    for label, info in result["paths"].items():
+        typer.echo(f"{label:40s} {info['count']:6d} ports  first: {info['ports'][:8]}")
+    if result.get("empty_paths"):
+        typer.echo(f"paths no port reaches: {', '.join(result['empty_paths'])}")
+
+
+def _out_file(text: str) -> Path:
+    """An ``--out`` file that can be written (metrics/outdir.py)."""
+    path = out_path(text, "--out")
+    assert path is not None
+    return check_out_file(path)
+
+
+@app.command("export-trace")
+def export_trace(
+    scenario: ScenarioArg,
+    fmt: Annotated[str, typer.Option("--format", help="htsim (.cm) or csv")] = "csv",
+    out: Annotated[str, typer.Option("--out", help="file to write")] = "trace.csv",
+    set_: SetOpt = None,
+    seed: Annotated[int | None, typer.Option("--seed")] = None,
+) -> None:
+    """Write the scenario's traffic (messages) as CSV or an htsim connection matrix."""
+    if fmt not in ("htsim", "csv"):
+        raise ConfigError(f"--format: must be htsim or csv (got {fmt!r})")
+    target = _out_file(out)
+    sc = scenario_from_options(scenario, set_, seed)
+    count = export_messages(sc, fmt, target)
+    typer.echo(f"wrote {count} messages to {out}")
