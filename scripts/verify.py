@@ -1,8 +1,11 @@
-"""Run every full verification script (scripts/verify_*.py) and print their measured numbers.
+"""Run every full verification (scripts/verify_*.py and the slow test tier) with its numbers.
 
 The test suite runs reduced versions (fewer seeds, wider tolerances) of these checks; this
-runs them in full.  Usage: ``python scripts/verify.py [NAME ...]`` (e.g. ``foundation ark``).
-Exit code 1 if any check fails.
+runs them in full.  Areas: one per ``scripts/verify_<name>.py`` (``foundation``: the ECMP
+collision statistics over 20 000 seeds; ``packet``, ``ark``, ...), and ``slow``: the tests
+marked ``slow`` (``python -m pytest -m slow``; the default ``pytest`` run deselects them).
+Usage: ``python scripts/verify.py [NAME ...]`` (e.g. ``foundation slow``); exit code 1 if any
+check fails.
 """
 
 from __future__ import annotations
@@ -13,22 +16,34 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
+ROOT = HERE.parent  # the pyproject.toml with the pytest settings (markers, testpaths)
+
+
+def areas() -> dict[str, list[str]]:
+    """``{name: command}`` of every registered verification, in run order."""
+    out = {
+        s.stem.removeprefix("verify_"): [sys.executable, str(s)]
+        for s in sorted(HERE.glob("verify_*.py"))
+    }
+    out["slow"] = [sys.executable, "-m", "pytest", "-m", "slow", "-q", "-p", "no:cacheprovider"]
+    return out
 
 
 def main(names: list[str]) -> int:
-    scripts = sorted(HERE.glob("verify_*.py"))
-    if names:
-        scripts = [s for s in scripts if s.stem.removeprefix("verify_") in names]
+    known = areas()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"unknown area(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        return 2
+    selected = {n: cmd for n, cmd in known.items() if not names or n in names}
     failed = []
-    for script in scripts:
-        print(f"== {script.name}", flush=True)
+    for name, cmd in selected.items():
+        print(f"== {name}: {' '.join(cmd[1:])}", flush=True)
         t0 = time.perf_counter()
-        code = subprocess.call([sys.executable, str(script)])
-        print(
-            f"== {script.name}: {'ok' if code == 0 else 'FAILED'} in {time.perf_counter() - t0:.0f} s\n"
-        )
+        code = subprocess.call(cmd, cwd=ROOT if name == "slow" else None)
+        print(f"== {name}: {'ok' if code == 0 else 'FAILED'} in {time.perf_counter() - t0:.0f} s\n")
         if code:
-            failed.append(script.name)
+            failed.append(name)
     if failed:
         print("failed:", ", ".join(failed))
     return 1 if failed else 0

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from fabricsim import __version__
 from fabricsim.errors import ConfigError
 
 try:  # typer >= 0.20 vendors click
@@ -32,6 +33,24 @@ SetOpt = Annotated[
 ]
 EngineOpt = Annotated[str | None, typer.Option("--engine", help="flow or packet")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="print nothing but errors")]
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"fabricsim {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="print the version and exit", callback=_show_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """fabricsim: simulate AI data-center fabrics (ECMP, spraying, ARK, UET transport)."""
 
 
 def _interrupted() -> None:
