@@ -337,10 +337,7 @@ def compare(
     engine = engine or sc.engine.kind
     if engine not in ENGINES:
         raise ConfigError(f"--engine: must be one of {', '.join(ENGINES)} (got {engine!r})")
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-        raise ConfigError(f"--seeds: must be a whole number >= 1 (got {seeds!r})")
-    if seeds > MAX_SEEDS:
-        raise ConfigError(f"--seeds: at most {MAX_SEEDS} runs per method (got {seeds})")
+    _check_seeds(seeds)
     methods = _methods(methods, engine)
     jobs = _jobs(sc, engine, methods, seeds, None)  # every run validated before anything runs
     staging = target.staging() if target is not None else contextlib.nullcontext(None)
@@ -351,10 +348,23 @@ def compare(
         runs = pd.DataFrame(rows)
         table = summarize(runs, engine)
         if tmp is not None:
-            (tmp / "runs.csv").write_text(runs.to_csv(index=False, float_format="%.6g"))
-            (tmp / "compare.csv").write_text(table.to_csv(index=False, float_format="%.6g"))
-            (tmp / "compare.png").write_bytes(bars_png(table, f"{sc.name} ({engine} engine)"))
+            _write_outputs(tmp, runs, table, f"{sc.name} ({engine} engine)")
     return Comparison(table, runs, None if out is None else Path(out))
+
+
+def _check_seeds(seeds: Any) -> None:
+    """Raise ``ConfigError`` unless ``seeds`` is a whole number in ``1 .. MAX_SEEDS``."""
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ConfigError(f"--seeds: must be a whole number >= 1 (got {seeds!r})")
+    if seeds > MAX_SEEDS:
+        raise ConfigError(f"--seeds: at most {MAX_SEEDS} runs per method (got {seeds})")
+
+
+def _write_outputs(tmp: Path, runs: pd.DataFrame, table: pd.DataFrame, title: str) -> None:
+    """Write ``runs.csv``, ``compare.csv`` and ``compare.png`` (titled ``title``) into ``tmp``."""
+    (tmp / "runs.csv").write_text(runs.to_csv(index=False, float_format="%.6g"))
+    (tmp / "compare.csv").write_text(table.to_csv(index=False, float_format="%.6g"))
+    (tmp / "compare.png").write_bytes(bars_png(table, title))
 
 
 def _methods(methods: Sequence[str] | None, engine: str) -> list[str]:

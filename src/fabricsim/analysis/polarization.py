@@ -115,6 +115,39 @@ def _scenario(k: int, hash_method: str, salt_mode: str, seed: int) -> Scenario:
     )
 
 
+def _check_scenario(scenario: Scenario) -> None:
+    """Raise ``ConfigError`` unless ``scenario`` is a fat tree (k <= 16) with a per-flow hash."""
+    if scenario.topology.kind != "fat_tree":
+        raise ConfigError("topology.kind: hash polarization needs a three-tier fat_tree")
+    if scenario.switch.hash_method not in _DETERMINISTIC:
+        raise ConfigError(
+            f"switch.hash_method: polarization needs a per-flow hash, one of "
+            f"{', '.join(_DETERMINISTIC)} (got {scenario.switch.hash_method!r})"
+        )
+    if scenario.topology.k > 16:
+        raise ConfigError(
+            f"topology.k: polarization walks every inter-pod pair x 65,536 ports; k <= 16 "
+            f"(got {scenario.topology.k})"
+        )
+
+
+def _walk_sources(
+    router: Router, fabric: Fabric, workers: int | None
+) -> tuple[np.ndarray, list[np.ndarray], int]:
+    """Walk every source host (in threads): links reached, per-pair dark shares, pairs."""
+    reached = np.zeros(fabric.num_links, dtype=bool)
+    pair_dark: list[np.ndarray] = []
+    pairs = 0
+    sources = range(fabric.num_hosts)
+    threads = workers or min(4, os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        for dark, hit, n in pool.map(lambda s: _walk_source(router, s), sources):
+            reached[hit] = True
+            pair_dark.extend(dark)
+            pairs += n
+    return reached, pair_dark, pairs
+
+
 def hash_polarization(
     scenario: Scenario | None = None,
     *,
@@ -149,32 +182,12 @@ def hash_polarization(
     """
     if scenario is None:
         scenario = _scenario(k, hash_method, salt_mode, seed)
-    if scenario.topology.kind != "fat_tree":
-        raise ConfigError("topology.kind: hash polarization needs a three-tier fat_tree")
-    if scenario.switch.hash_method not in _DETERMINISTIC:
-        raise ConfigError(
-            f"switch.hash_method: polarization needs a per-flow hash, one of "
-            f"{', '.join(_DETERMINISTIC)} (got {scenario.switch.hash_method!r})"
-        )
-    if scenario.topology.k > 16:
-        raise ConfigError(
-            f"topology.k: polarization walks every inter-pod pair x 65,536 ports; k <= 16 "
-            f"(got {scenario.topology.k})"
-        )
+    _check_scenario(scenario)
     wall0 = time.perf_counter()
     fabric = fabric_for(scenario.topology)
     router = Router.for_scenario(scenario, fabric)
     up_links = _agg_core_links(fabric)
-    reached = np.zeros(fabric.num_links, dtype=bool)
-    pair_dark: list[np.ndarray] = []
-    pairs = 0
-    sources = range(fabric.num_hosts)
-    threads = workers or min(4, os.cpu_count() or 1)
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        for dark, hit, n in pool.map(lambda s: _walk_source(router, s), sources):
-            reached[hit] = True
-            pair_dark.extend(dark)
-            pairs += n
+    reached, pair_dark, pairs = _walk_sources(router, fabric, workers)
     unreached = up_links[~reached[up_links]]
     share = float(np.concatenate(pair_dark).mean()) if pair_dark else 0.0
     return PolarizationResult(

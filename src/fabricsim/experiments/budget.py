@@ -84,16 +84,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.budget_counts import (
+    _Fabric,
+    _fabric,
+    _Load,
+    _load,
+    _packet_duration_s,
+    _packets,
+)
 from fabricsim.packetsim.records import PACKET_SAMPLE_BYTES
-from fabricsim.units import MAX_TIME_S
-from fabricsim.workloads.kv_models import get_model
-from fabricsim.workloads.moe import GENERIC, PRESETS
 
 GB = 1e9
 
@@ -164,221 +166,64 @@ class Estimate:
         return max(terms, key=lambda k: terms[k]) if terms else "baseline"
 
 
-@dataclass
-class _Fabric:
-    kind: str
-    hosts: int
-    nodes: int
-    links: int
-    leaves: int
-    tops: int
-    pair_paths: int  # equal-cost paths between hosts of different leaves
-    path_links: int  # links on the longest host-to-host path
-    host_bps: float
-    fabric_bps: float
-
-
-@dataclass
-class _Load:
-    flows: int = 0
-    bytes_total: float | None = 0.0  # None: unknown from the config alone
-    busiest: float | None = 0.0  # bytes the most loaded host sends or receives
-    last_start_s: float = 0.0
-    pairs: int = 0  # distinct (src, dst) host pairs, at most
-    matrix: float = 0.0  # MoE matrix entries
-    prompt_table: float = 0.0  # kv_cache rank-Zipf table entries
-    notes: list[str] = field(default_factory=list)
-
-
-# -- counts from the config --------------------------------------------------------------------
-def _fabric(sc: Any) -> _Fabric:
-    t = sc.topology
-    host_bps = max(float(t.host_link_gbps) * 1e9, 1.0)  # the builder's rates are whole bit/s
-    fabric_bps = max(float(t.fabric_link_gbps) * 1e9, 1.0)
-    if t.kind == "fat_tree":
-        k = int(t.k)
-        half = k // 2
-        per_edge = int(t.hosts_per_edge or half)
-        hosts = k * half * per_edge
-        edges = aggs = k * half
-        cores = half * half
-        links = 2 * (hosts + k * half * half + k * half * half)
-        return _Fabric(
-            "fat_tree", hosts, hosts + edges + aggs + cores, links, edges, cores, cores, 6,
-            host_bps, fabric_bps,
-        )  # fmt: skip
-    leaves, spines = int(t.leaves), int(t.spines)
-    par = int(getattr(t, "parallel_links", 1) or 1)
-    hosts = leaves * int(t.hosts_per_leaf)
-    links = 2 * (hosts + leaves * spines * par)
-    path_links = 4 if leaves > 1 else 2
-    return _Fabric(
-        "leaf_spine", hosts, hosts + leaves + spines, links, leaves, spines, spines * par,
-        path_links, host_bps, fabric_bps,
-    )  # fmt: skip
-
-
-def _harmonic(n: float, a: float) -> float:
-    """``sum(r ** -a for r in 1..n)``: 64 terms exactly, the tail by Euler-Maclaurin (< 1e-6)."""
-    head = float(sum(r**-a for r in range(1, int(min(n, 64)) + 1)))
-    if n <= 64:
-        return head
-    m = 65.0
-    if abs(a - 1.0) < 1e-12:
-        integral = math.log(n) - math.log(m)
-    else:
-        integral = (n ** (1 - a) - m ** (1 - a)) / (1 - a)
-    ends = (m**-a + n**-a) / 2 + a * (m ** (-a - 1) - n ** (-a - 1)) / 12
-    return head + integral + ends
-
-
-def _rank_zipf_mean(lo: int, hi: int, theta: float) -> float:
-    """Mean prompt of the rank-Zipf law on ``lo..hi`` (see kv_models.RankZipf)."""
-    n = hi - lo + 1
-    return lo - 1 + _harmonic(n, theta - 1) / _harmonic(n, theta)
-
-
-def _trace_rows(path: str) -> int | None:
-    p = Path(path)
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            return int(pq.read_metadata(p).num_rows)
-        return max(1, p.stat().st_size // 8) if p.is_file() else None
-    except Exception:  # noqa: BLE001 - unreadable: the workload reader refuses it in one line
-        return None
-
-
-def _moe_load(sc: Any, fab: _Fabric, load: _Load) -> None:
-    wl = sc.workload
-    if wl.matrix == "pure_zipf":
-        n = int(wl.gpus or fab.hosts // 2)
-        total = float(wl.total_bytes_per_sender)
-        load.flows = load.pairs = n * n
-        load.matrix = float(n * n)
-        load.bytes_total = n * total
-        load.busiest = max(total, n * total / _harmonic(max(n, 1), 1.0))
-        return
-    n = int(wl.gpus or fab.hosts)
-    load.matrix = float(n * n)
-    if wl.matrix != "zipf":
-        load.flows = load.pairs = n * n
-        load.bytes_total = load.busiest = None
-        load.notes.append(f"workload.matrix={wl.matrix}: bytes unknown before reading the file")
-        return
-
-    base = PRESETS[wl.model] if wl.model else GENERIC
-    top_k = int(wl.top_k or base.top_k)
-    token_bytes = float(
-        (wl.hidden_size or base.hidden_size) * (wl.bytes_per_element or base.bytes_per_element)
+def _packet_terms(
+    sc: Any, fab: _Fabric, load: _Load, conns: int, terms: dict[str, float]
+) -> tuple[int, int]:
+    """Add the packet engine's terms to ``terms``; return its packets and timeline samples."""
+    nic, rec = sc.nic, sc.records
+    samples = 0
+    terms["packet ports and NICs"] = PACKET_PORT_BYTES * float(fab.links)
+    terms["packet ports and NICs"] += PACKET_NIC_BYTES * float(fab.hosts)
+    terms["flows"] = PACKET_FLOW_BYTES * float(conns)
+    packets = _packets(sc, load)
+    counted = min(float(packets), float(sc.engine.max_packets))  # the runner refuses more
+    terms["packets"] = PACKET_BYTES * counted
+    if rec.uet_monitor:
+        terms["uet_monitor"] = MONITOR_ROW_BYTES * counted
+    per_pair = {"none": 1, "default": 2**nic.entropy_mask_bits}.get(
+        nic.packet_spraying_type, int(nic.entropy_value_set_size)
     )
-    tokens = int(wl.tokens_per_gpu)
-    outside = max(n - min(int(wl.gpus_per_server), n), 1)  # GPUs outside a sender's server
-    per_sender = min(outside, tokens * min(top_k, n))
-    load.flows = load.pairs = n * max(per_sender, 1)
-    load.bytes_total = n * tokens * min(top_k, n) * token_bytes
-    load.busiest = max(tokens * min(top_k, n), n * tokens) * token_bytes
-    load.matrix += min(n * tokens * top_k, 2_000_000)  # one batch of sampled tokens
-
-
-def _load(sc: Any, fab: _Fabric) -> _Load:
-    wl, load = sc.workload, _Load()
-    kind = wl.kind
-    hosts = fab.hosts
-    if kind == "permutation":
-        load.flows = load.pairs = hosts
-        load.bytes_total = float(hosts) * wl.size_bytes
-        load.busiest = float(wl.size_bytes)
-        load.last_start_s = float(wl.start_s)
-    elif kind == "incast":
-        n = max(1, min(int(wl.senders), hosts - 1))
-        load.flows = load.pairs = n
-        load.bytes_total = load.busiest = float(n) * wl.size_bytes
-        load.last_start_s = float(wl.start_s)
-    elif kind == "leaf_to_leaf":
-        per_leaf = hosts // max(fab.leaves, 1)
-        n = max(1, min(int(wl.hosts or per_leaf), per_leaf))
-        load.flows = load.pairs = n
-        load.bytes_total = float(n) * wl.size_bytes
-        load.busiest = float(wl.size_bytes)
-        load.last_start_s = float(wl.start_s)
-    elif kind == "collective":
-        n = len(wl.hosts) if wl.hosts is not None else hosts
-        chunk = float(max(1, wl.size_bytes // max(n, 1)))
-        steps = 2 * (n - 1) if wl.op == "ring_allreduce" else n - 1
-        load.flows = steps * n
-        load.pairs = n if wl.op == "ring_allreduce" else n * (n - 1)
-        load.bytes_total = load.flows * chunk
-        load.busiest = steps * chunk
-        load.last_start_s = float(wl.start_s)
-    elif kind == "kv_cache":
-        n = int(wl.requests)
-        per_token = float(wl.kv_bytes_per_token or get_model(wl.model).kv_bytes_per_token)
-        if wl.prompt == "zipf":
-            lo, hi = int(wl.prompt_min_tokens), int(wl.prompt_max_tokens)
-            tokens = _rank_zipf_mean(lo, hi, float(wl.prompt_theta))
-            load.prompt_table = float(hi - lo + 1)
-        elif wl.prompt == "fixed":
-            tokens = float(wl.prompt_tokens)
+    routes = min(counted + conns, float(max(load.pairs, 1)) * per_pair)
+    terms["route cache"] = ROUTE_BYTES * routes
+    if rec.timelines:
+        span = _packet_duration_s(sc, fab, load)
+        if span is None:
+            load.notes.append("timeline duration unknown: capped by the sampler at run time")
         else:
-            tokens = float(wl.prompt_max_tokens)
-            load.notes.append(
-                "workload.prompt=trace: prompts counted as workload.prompt_max_tokens"
-            )
-        decode = len(wl.decode_hosts) if wl.decode_hosts else hosts - hosts // 2
-        prefill = len(wl.prefill_hosts) if wl.prefill_hosts else hosts // 2
-        load.flows = n
-        load.pairs = min(n, max(decode, 1) * max(prefill, 1))
-        load.bytes_total = n * tokens * per_token
-        load.busiest = load.bytes_total * min(1.0, 2.0 / max(min(decode, prefill), 1))
-        load.last_start_s = (n + 4 * math.sqrt(n) + 4) / float(wl.qps)
-    elif kind == "moe":
-        _moe_load(sc, fab, load)
-        load.last_start_s = float(wl.start_s)
-    elif kind == "trace":
-        rows = _trace_rows(wl.path)
-        load.flows = load.pairs = rows or 0
-        load.bytes_total = load.busiest = None
-        load.notes.append("workload.kind=trace: bytes and start times unknown before reading")
-    return load
+            interval_s = max(float(rec.timeline_interval_us) * 1e-6, 1e-12)  # >= 1 ps
+            steps = math.ceil(span / interval_s) if math.isfinite(span / interval_s) else 0
+            samples = (fab.links + fab.tops) * steps
+            terms["timeline samples"] = PACKET_SAMPLE_BYTES * float(samples)
+    return packets, samples
 
 
-def _packets(sc: Any, load: _Load) -> int:
-    if load.bytes_total is None:
-        return 0
-    return int(load.bytes_total / sc.nic.rdma_data_mss) + load.flows
+def _open_loop_terms(sc: Any, fab: _Fabric, load: _Load, terms: dict[str, float]) -> int:
+    """Add the open-loop flow engine's terms to ``terms``; return its timeline samples."""
+    samples = 0
+    terms["flows"] = OPEN_LOOP_FLOW_BYTES * float(load.flows)
+    if sc.records.timelines:
+        samples = 251 * 2 * fab.hosts
+        terms["timeline samples"] = FLOW_SAMPLE_BYTES * float(samples)
+    return samples
 
 
-def _rto_s(sc: Any, fab: _Fabric) -> float:
-    """The packet engine's RTO: ``nic.rto_us``, else 2 x (base RTT + full-buffer drains)."""
-    nic, sw = sc.nic, sc.switch
-    if nic.rto_us:
-        return float(nic.rto_us) * 1e-6
-    delay = float(sc.topology.link_delay_us) * 1e-6
-    mtu_bits = (nic.rdma_data_mss + nic.header_bytes) * 8
-    unloaded = fab.path_links * (2 * delay + mtu_bits / min(fab.host_bps, fab.fabric_bps))
-    base = unloaded if nic.initial_base_rtt_us == "auto" else float(nic.initial_base_rtt_us) * 1e-6
-    base = max(base, unloaded)
-    if sw.buffer_bytes:
-        drain = float(sw.buffer_bytes) * 8 / fab.fabric_bps
-    else:
-        drain = float(sw.buffer_bdp) * base
-    return 2 * (base + (fab.path_links - 1) * drain)
-
-
-def _packet_duration_s(sc: Any, fab: _Fabric, load: _Load) -> float | None:
-    """How long the packet engine's samplers run, at most (see the module docstring)."""
-    limit = sc.engine.time_limit_s
-    if limit is not None:
-        limit = min(float(limit), MAX_TIME_S)
-    if load.busiest is None:
-        return limit
-    wire = 1 + sc.nic.header_bytes / sc.nic.rdma_data_mss
-    busy = load.busiest * wire * 8 / fab.host_bps
-    rto = _rto_s(sc, fab)
-    failing = bool(sc.topology.failed_links) or bool(sc.topology.link_failures)
-    tail = rto * (2 ** (sc.nic.max_retries + 1) if failing else 8)
-    span = min(load.last_start_s + 2 * busy + tail, MAX_TIME_S)  # no run goes past MAX_TIME_S
-    return min(span, float(limit)) if limit is not None else span
+def _flow_terms(sc: Any, fab: _Fabric, load: _Load, conns: int, terms: dict[str, float]) -> int:
+    """Add the max-min flow engine's terms to ``terms``; return its timeline samples."""
+    lb, nic, rec = sc.lb, sc.nic, sc.records
+    samples = 0
+    spraying = nic.packet_spraying_type != "none" or sc.switch.hash_method == "random"
+    terms["flows"] = FLOW_CONN_BYTES * float(conns)
+    if spraying or lb.policy == "ideal_spray":
+        spread = min(fab.pair_paths, 2**nic.entropy_mask_bits)
+        if nic.packet_spraying_type != "default" or lb.policy == "ideal_spray":
+            spread = fab.pair_paths
+        width = min(fab.links, 2 + 2 * spread + (fab.path_links - 4) * spread)
+        terms["sprayed paths"] = SPRAY_PATH_BYTES * float(max(load.pairs, 1)) * spread
+        terms["sprayed paths"] += SPRAY_SLOT_BYTES * float(conns) * width
+    if rec.timelines:
+        samples = 2 * conns * (fab.tops + 4 * fab.path_links)
+        terms["timeline samples"] = FLOW_SAMPLE_BYTES * float(samples)
+    return samples
 
 
 # -- the estimate ------------------------------------------------------------------------------
@@ -396,7 +241,7 @@ def estimate(sc: Any, engine: str) -> Estimate:
     """
     fab = _fabric(sc)
     load = _load(sc, fab)
-    lb, nic, rec = sc.lb, sc.nic, sc.records
+    lb = sc.lb
     terms: dict[str, float] = dict.fromkeys(_TERM_ORDER, 0.0)
     terms["baseline"] = BASELINE_BYTES
     path_entries = fab.leaves * fab.nodes
@@ -404,49 +249,12 @@ def estimate(sc: Any, engine: str) -> Estimate:
     terms["fabric"] = LINK_BYTES * float(fab.links) + NODE_BYTES * float(fab.nodes)
     split = lb.policy == "qp_scaling" and lb.qp_mode == "split"
     conns = load.flows * (int(lb.qp_count) if split else 1)
-    packets = 0
-    samples = 0
-    spraying = nic.packet_spraying_type != "none" or sc.switch.hash_method == "random"
     if engine == "packet":
-        terms["packet ports and NICs"] = PACKET_PORT_BYTES * float(fab.links)
-        terms["packet ports and NICs"] += PACKET_NIC_BYTES * float(fab.hosts)
-        terms["flows"] = PACKET_FLOW_BYTES * float(conns)
-        packets = _packets(sc, load)
-        counted = min(float(packets), float(sc.engine.max_packets))  # the runner refuses more
-        terms["packets"] = PACKET_BYTES * counted
-        if rec.uet_monitor:
-            terms["uet_monitor"] = MONITOR_ROW_BYTES * counted
-        per_pair = {"none": 1, "default": 2**nic.entropy_mask_bits}.get(
-            nic.packet_spraying_type, int(nic.entropy_value_set_size)
-        )
-        routes = min(counted + conns, float(max(load.pairs, 1)) * per_pair)
-        terms["route cache"] = ROUTE_BYTES * routes
-        if rec.timelines:
-            span = _packet_duration_s(sc, fab, load)
-            if span is None:
-                load.notes.append("timeline duration unknown: capped by the sampler at run time")
-            else:
-                interval_s = max(float(rec.timeline_interval_us) * 1e-6, 1e-12)  # >= 1 ps
-                steps = math.ceil(span / interval_s) if math.isfinite(span / interval_s) else 0
-                samples = (fab.links + fab.tops) * steps
-                terms["timeline samples"] = PACKET_SAMPLE_BYTES * float(samples)
+        packets, samples = _packet_terms(sc, fab, load, conns, terms)
     elif sc.engine.flow_model == "open_loop":
-        terms["flows"] = OPEN_LOOP_FLOW_BYTES * float(load.flows)
-        if rec.timelines:
-            samples = 251 * 2 * fab.hosts
-            terms["timeline samples"] = FLOW_SAMPLE_BYTES * float(samples)
+        packets, samples = 0, _open_loop_terms(sc, fab, load, terms)
     else:
-        terms["flows"] = FLOW_CONN_BYTES * float(conns)
-        if spraying or lb.policy == "ideal_spray":
-            spread = min(fab.pair_paths, 2**nic.entropy_mask_bits)
-            if nic.packet_spraying_type != "default" or lb.policy == "ideal_spray":
-                spread = fab.pair_paths
-            width = min(fab.links, 2 + 2 * spread + (fab.path_links - 4) * spread)
-            terms["sprayed paths"] = SPRAY_PATH_BYTES * float(max(load.pairs, 1)) * spread
-            terms["sprayed paths"] += SPRAY_SLOT_BYTES * float(conns) * width
-        if rec.timelines:
-            samples = 2 * conns * (fab.tops + 4 * fab.path_links)
-            terms["timeline samples"] = FLOW_SAMPLE_BYTES * float(samples)
+        packets, samples = 0, _flow_terms(sc, fab, load, conns, terms)
     if lb.policy == "ark":
         terms["flows"] += ARK_FLOW_BYTES * float(load.flows)
     terms["MoE matrix"] = MATRIX_ENTRY_BYTES * load.matrix

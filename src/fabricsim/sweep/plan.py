@@ -119,6 +119,60 @@ def _prefixed(option: str, key: str, exc: ConfigError) -> ConfigError:
     return ConfigError(text if text.startswith(option) else f"{option} {key}: {text}")
 
 
+def _check_seeds(seeds: Any) -> None:
+    """Raise ``ConfigError`` unless ``seeds`` is a whole number in ``1 .. MAX_POINTS``."""
+    if isinstance(seeds, bool) or not isinstance(seeds, int):
+        raise ConfigError(f"--seeds: expected a whole number (got {seeds!r})")
+    if seeds < 1:
+        raise ConfigError(f"--seeds: must be >= 1 (got {seeds})")
+    if seeds > MAX_POINTS:
+        raise ConfigError(f"--seeds: at most {MAX_POINTS} runs in one sweep (got {seeds} seeds)")
+
+
+def _check_size(g: dict[str, list], z: dict[str, list], seeds: int) -> None:
+    """Raise ``ConfigError`` for an empty sweep, one past :data:`MAX_POINTS`, or two seed axes."""
+    count = seeds
+    for values in g.values():
+        count *= len(values)
+    if z:
+        count *= len(next(iter(z.values())))
+    if count > MAX_POINTS:
+        sizes = " x ".join(
+            [str(len(v)) for v in g.values()] + ([str(len(next(iter(z.values()))))] if z else [])
+        )
+        raise ConfigError(
+            f"--grid/--zip/--seeds: {count} runs ({sizes} values x {seeds} seeds) in one sweep; "
+            f"at most {MAX_POINTS}: split it into several sweeps"
+        )
+    if not g and not z and seeds == 1:
+        raise ConfigError("--grid: empty grid; give --grid KEY=V1,V2,... (or --zip, or --seeds N)")
+    if ("seed" in g or "seed" in z) and seeds > 1:
+        raise ConfigError("--grid seed: sweep seeds with --seeds N or with a seed key, not both")
+
+
+def _points(
+    base: Any, g: dict[str, list], z: dict[str, list], seed_list: list[int], engine: str | None
+) -> list[SweepPoint]:
+    """Every point of the sweep, in row order, each checked against ``engine``."""
+    points: list[SweepPoint] = []
+    checked: set[str] = set()
+    for params in _param_sets(g, z):
+        for seed in seed_list:
+            sc = _point_scenario(base, params, seed if "seed" not in params else None, checked)
+            check_engine(sc, engine or sc.engine.kind)
+            points.append(
+                SweepPoint(
+                    f"p{len(points):04d}",
+                    len(points),
+                    params,
+                    sc.seed,
+                    sc.to_dict(),
+                    sc.config_hash(),
+                )
+            )
+    return points
+
+
 def plan_sweep(
     scenario: Any,
     grid: Iterable[str] = (),
@@ -144,30 +198,9 @@ def plan_sweep(
         ``flow`` or ``packet``; default: the scenario's.
     """
     grid, zipped, sets = list(grid), list(zipped), list(sets)
-    if isinstance(seeds, bool) or not isinstance(seeds, int):
-        raise ConfigError(f"--seeds: expected a whole number (got {seeds!r})")
-    if seeds < 1:
-        raise ConfigError(f"--seeds: must be >= 1 (got {seeds})")
-    if seeds > MAX_POINTS:
-        raise ConfigError(f"--seeds: at most {MAX_POINTS} runs in one sweep (got {seeds} seeds)")
+    _check_seeds(seeds)
     g, z = _axes(grid, zipped)
-    count = seeds
-    for values in g.values():
-        count *= len(values)
-    if z:
-        count *= len(next(iter(z.values())))
-    if count > MAX_POINTS:
-        sizes = " x ".join(
-            [str(len(v)) for v in g.values()] + ([str(len(next(iter(z.values()))))] if z else [])
-        )
-        raise ConfigError(
-            f"--grid/--zip/--seeds: {count} runs ({sizes} values x {seeds} seeds) in one sweep; "
-            f"at most {MAX_POINTS}: split it into several sweeps"
-        )
-    if not g and not z and seeds == 1:
-        raise ConfigError("--grid: empty grid; give --grid KEY=V1,V2,... (or --zip, or --seeds N)")
-    if ("seed" in g or "seed" in z) and seeds > 1:
-        raise ConfigError("--grid seed: sweep seeds with --seeds N or with a seed key, not both")
+    _check_size(g, z, seeds)
     overrides = parse_set_options(sets)
     for key in overrides:
         if key in g or key in z:
@@ -177,22 +210,7 @@ def plan_sweep(
         base = base.with_overrides(overrides)
     base = base.varying(set(g) | set(z))  # a policy's keys stay for the points that read them
     seed_list = [base.seed + i for i in range(seeds)]
-    points: list[SweepPoint] = []
-    checked: set[str] = set()
-    for params in _param_sets(g, z):
-        for seed in seed_list:
-            sc = _point_scenario(base, params, seed if "seed" not in params else None, checked)
-            check_engine(sc, engine or sc.engine.kind)
-            points.append(
-                SweepPoint(
-                    f"p{len(points):04d}",
-                    len(points),
-                    params,
-                    sc.seed,
-                    sc.to_dict(),
-                    sc.config_hash(),
-                )
-            )
+    points = _points(base, g, z, seed_list, engine)
     spec = {
         "version": _VERSION,
         "scenario": base.name,

@@ -165,15 +165,40 @@ def run_sweep(
         leaves no directory.
     """
     wall0 = time.perf_counter()
+    _check_run_args(out, workers, scheduler, timeout_s)
+    out = Path(out)
+    manifest = manifest_of(plan)
+    check_manifest(out, manifest)
+    todo = [p for p in plan.points if not point_done(out, p)]
+    return _run_todo(plan, out, todo, manifest, wall0, (workers, scheduler, timeout_s), progress)
+
+
+def _check_run_args(
+    out: str | Path, workers: int | None, scheduler: str | None, timeout_s: float
+) -> None:
+    """Raise ``ConfigError`` for a bad ``out``, ``workers``, ``scheduler`` or ``timeout_s``."""
     check_out_dir(out, "sweep")
     if workers is not None and scheduler is not None:
         raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")
     check_workers(workers)
     check_timeout(timeout_s)
-    out = Path(out)
-    manifest = manifest_of(plan)
-    check_manifest(out, manifest)
-    todo = [p for p in plan.points if not point_done(out, p)]
+
+
+def _run_todo(
+    plan: SweepPlan,
+    out: Path,
+    todo: list[SweepPoint],
+    manifest: dict[str, Any],
+    wall0: float,
+    where: tuple[int | None, str | None, float],
+    progress: bool,
+) -> SweepOutcome:
+    """Run ``todo`` (points of ``plan`` not in ``out`` yet) and write or rebuild the table.
+
+    ``where`` is ``(workers, scheduler, timeout_s)`` of :func:`run_sweep`; ``wall0`` its
+    start time.  See :func:`run_sweep` for the cleanup on failure or interrupt.
+    """
+    workers, scheduler, timeout_s = where
     fresh = not (out / MANIFEST).exists()
     ran: list[str] = []
     failed: dict[str, str] = {}
