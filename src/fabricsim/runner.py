@@ -11,12 +11,16 @@ import numpy as np
 import pandas as pd
 
 from fabricsim import workloads
-from fabricsim.config.applicability import check_keys_apply
 from fabricsim.config.loader import load_scenario
 from fabricsim.config.models import Scenario
 from fabricsim.engine_api import EngineOutput, wire_bytes
-from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.experiments.budget import check_budget
+from fabricsim.experiments.engines import ENGINES as _REGISTRY
+from fabricsim.experiments.engines import (
+    check_flows_supported,
+    check_supported,
+    estimated_packets,  # noqa: F401  (kept importable here)
+)
 from fabricsim.flowsim.engine import FlowEngine
 from fabricsim.flowsim.open_loop import OpenLoopEngine
 from fabricsim.lb import PolicyContext, make_policy
@@ -30,7 +34,7 @@ from fabricsim.routing.router import Router
 from fabricsim.topology import Fabric, fabric_for
 from fabricsim.workloads.base import FlowTable
 
-ENGINES = ("flow", "packet")
+ENGINES = tuple(_REGISTRY)  # the registered engines' names (--engine)
 
 
 def fabric_of(sc: Scenario) -> Fabric:
@@ -47,42 +51,12 @@ def router_of(sc: Scenario, fabric: Fabric) -> Router:
 
 
 def check_engine(sc: Scenario, engine: str) -> None:
-    """Raise :class:`EngineRefusal` (one line) if ``engine`` cannot answer this scenario."""
-    if engine not in ENGINES:
-        raise ConfigError(f"--engine: must be one of {', '.join(ENGINES)} (got {engine!r})")
-    check_keys_apply(sc, engine, sc.varied_keys)
-    if engine == "flow":
-        rec = sc.records
-        packet_records = [
-            k
-            for k in ("uet_monitor", "uet_transport_stats", "switch_lb_stats", "port_stats")
-            if getattr(rec, k)
-        ]
-        if packet_records:
-            raise EngineRefusal(
-                f"records.{packet_records[0]} is packet-level detail the flow engine does not "
-                "model; use --engine packet"
-            )
-        if sc.topology.link_failures:
-            raise EngineRefusal(
-                "topology.link_failures (links failing mid-run) needs the packet engine; "
-                "use --engine packet"
-            )
-        if sc.switch.load_balancing_method != "ecmp":
-            raise EngineRefusal(
-                f"switch.load_balancing_method={sc.switch.load_balancing_method} acts per packet "
-                "on queue state; use --engine packet"
-            )
-    else:
-        if sc.lb.policy == "ideal_spray":
-            raise EngineRefusal(
-                "lb.policy=ideal_spray is the flow engine's ideal split; use --engine flow"
-            )
+    """Raise :class:`EngineRefusal` (one line) if ``engine`` cannot answer this scenario.
 
-
-def estimated_packets(sc: Scenario, flows: FlowTable) -> int:
-    """Data packets the packet engine would send (no retransmissions)."""
-    return int(np.sum(-(-flows.size_bytes // sc.nic.rdma_data_mss)))
+    The check of the engine's declared capabilities:
+    :func:`fabricsim.experiments.engines.check_supported`.
+    """
+    check_supported(sc, engine)
 
 
 def _run_engine(
@@ -128,11 +102,7 @@ def run(scenario: str | Path | dict[str, Any] | Scenario, engine: str | None = N
     fabric = fabric_of(sc)
     router = router_of(sc, fabric)
     flows = workloads.generate(sc, fabric)
-    if engine == "packet" and estimated_packets(sc, flows) > sc.engine.max_packets:
-        raise EngineRefusal(
-            f"scenario '{sc.name}' needs about {estimated_packets(sc, flows):.2g} data packets, over "
-            f"engine.max_packets={sc.engine.max_packets:.2g}; use --engine flow or a smaller workload"
-        )
+    check_flows_supported(sc, engine, flows)  # engine.max_packets, before the engine allocates
     out = _run_engine(sc, engine, fabric, router, flows)
     return _assemble(sc, engine, fabric, router, flows, out, time.perf_counter() - wall0)
 
@@ -152,6 +122,23 @@ def _assemble(
         else np.where(np.isnan(out.start_s), flows.start_s, out.start_s)
     )
     fct = out.finish_s - start
+    df = _flow_frame(fabric, flows, out, start, fct)
+    summary = _base_summary(sc, engine, fabric, flows, out, fct)
+    rerun = functools.partial(_run_engine, sc, engine, fabric, router)
+    ctx = RunContext(sc, engine, fabric, router, flows, out, fct, rerun)
+    for fn in summarizers_for(sc.workload.kind):
+        extra = fn(ctx)
+        for col, values in extra.pop("_columns", {}).items():
+            df[col] = values
+        summary.update(extra)
+    timing = {**out.timing, "total_wall_s": wall}
+    return Result(sc, summary, df, timing, dict(out.tables), dict(out.json_records))
+
+
+def _flow_frame(
+    fabric: Fabric, flows: FlowTable, out: EngineOutput, start: np.ndarray, fct: np.ndarray
+) -> pd.DataFrame:
+    """The flow table: one row per flow in flow-id order (``flows.parquet``)."""
     names = np.array(fabric.host_names)
     df = pd.DataFrame(
         {
@@ -168,6 +155,18 @@ def _assemble(
     )
     for col, values in flows.extra.items():
         df[col] = values
+    return df
+
+
+def _base_summary(
+    sc: Scenario,
+    engine: str,
+    fabric: Fabric,
+    flows: FlowTable,
+    out: EngineOutput,
+    fct: np.ndarray,
+) -> dict[str, Any]:
+    """The summary keys every run has, the conservation verdict, and the engine's own keys."""
     done = ~np.isnan(out.finish_s)
     mss, hdr = sc.nic.rdma_data_mss, sc.nic.header_bytes
     summary: dict[str, Any] = {
@@ -189,12 +188,4 @@ def _assemble(
         and out.summary.get("link_counters_match_flows", True)
     )
     summary.update(out.summary)
-    rerun = functools.partial(_run_engine, sc, engine, fabric, router)
-    ctx = RunContext(sc, engine, fabric, router, flows, out, fct, rerun)
-    for fn in summarizers_for(sc.workload.kind):
-        extra = fn(ctx)
-        for col, values in extra.pop("_columns", {}).items():
-            df[col] = values
-        summary.update(extra)
-    timing = {**out.timing, "total_wall_s": wall}
-    return Result(sc, summary, df, timing, dict(out.tables), dict(out.json_records))
+    return summary

@@ -28,6 +28,13 @@ def _yaml(t: Path, text: str) -> list[str]:
     return ["run", _write(t, "s.yaml", text), "--out", "out"]
 
 
+def _symlink(t: Path) -> str:
+    """A link to a file that must survive (export-trace once wrote through such a link)."""
+    _write(t, "victim.txt", "keep me")
+    (t / "link.csv").symlink_to(t / "victim.txt")
+    return "link.csv"
+
+
 def _deep(t: Path) -> list[str]:
     depth = 50_000
     return _yaml(t, "workload: " + "[" * depth + "]" * depth + "\n")
@@ -174,6 +181,20 @@ CASES: dict[str, tuple] = {
         lambda t: ["export-trace", "ecmp-collision", "--out", _write(t, "f", "x") + "/t.csv"],
         "is a file",
     ),
+    "export-trace --out a symlink": (
+        lambda t: ["export-trace", "ecmp-collision", "--out", _symlink(t)],
+        "symbolic link",
+    ),
+    "empty --engine": (lambda t: [*RUN, "--engine", ""], "--engine"),
+    "empty --engine for compare": (
+        lambda t: ["compare", "ecmp-collision", "--engine", "", "--out", "c"],
+        "--engine",
+    ),
+    "default study of another workload": (
+        lambda t: ["run", "--set", "workload.kind=permutation"],
+        "kv_cache",
+    ),
+    "empty key part": (lambda t: [*RUN, "--set", ".spines=5"], "key part"),
     "export-trace bad format": (
         lambda t: ["export-trace", "ecmp-collision", "--format", "xml", "--out", "t.xml"],
         "--format",

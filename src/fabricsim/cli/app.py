@@ -82,6 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     except click_exc.ClickException as exc:
         typer.echo(f"error: {exc.format_message()}", err=True)
         return 2
+    except MemoryError:
+        typer.echo(
+            "error: out of memory: this run needs more than the machine has; make the scenario "
+            "smaller (the estimate is checked against engine.max_memory_gb)",
+            err=True,
+        )
+        return 1
     except Exception as exc:  # noqa: BLE001 - the contract: one line, exit 1
         typer.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
         if "--debug" in (argv or sys.argv):

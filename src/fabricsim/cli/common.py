@@ -18,10 +18,21 @@ def scenario_from_options(name: str, sets: list[str] | None, seed: int | None) -
     return sc.with_overrides(overrides) if overrides else sc
 
 
-def out_path(text: str | None, option: str) -> Path | None:
+def out_path(text: str | None, option: str, what: str = "directory") -> Path | None:
     """An ``--out`` value as a path; ``''`` is refused (it would mean the current directory)."""
     if text is None:
         return None
     if not text.strip():
-        raise ConfigError(f"{option}: empty path; give a directory name, e.g. {option} runs/x")
+        example = "runs/x" if what == "directory" else "trace.csv"
+        raise ConfigError(f"{option}: empty path; give a {what} name, e.g. {option} {example}")
     return Path(text)
+
+
+ENGINES = ("flow", "packet")
+
+
+def engine_option(engine: str | None) -> str | None:
+    """``--engine`` checked at once (``''`` is not "the default")."""
+    if engine is not None and engine not in ENGINES:
+        raise ConfigError(f"--engine: must be one of {', '.join(ENGINES)} (got {engine!r})")
+    return engine

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from fabricsim.cli.app import EngineOpt, QuietOpt, ScenarioArg, SetOpt, app
+from fabricsim.cli.common import engine_option
 from fabricsim.compare import compare as run_compare
 from fabricsim.compare import format_table, print_progress
 from fabricsim.config.loader import load_scenario, parse_set_options
@@ -43,7 +44,7 @@ def compare(
     target = Path(out) if out is not None else Path("runs") / f"compare-{sc.name}"
     result = run_compare(
         sc,
-        engine=engine,
+        engine=engine_option(engine),
         overrides=parse_set_options(set_ or []),
         seeds=seeds,
         out=target,

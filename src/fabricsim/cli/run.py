@@ -12,7 +12,7 @@ from rich.table import Table
 
 import fabricsim
 from fabricsim.cli.app import EngineOpt, QuietOpt, SetOpt, app
-from fabricsim.cli.common import out_path, scenario_from_options
+from fabricsim.cli.common import engine_option, out_path, scenario_from_options
 from fabricsim.errors import ConfigError
 from fabricsim.metrics.outdir import check_out_dir
 from fabricsim.studies.ark import default_study
@@ -44,13 +44,19 @@ def run(
 ) -> None:
     """Run a scenario (no SCENARIO: the default ARK KV-cache study, ECMP vs ARK)."""
     out_dir = out_path(out, "--out")
+    engine = engine_option(engine)
     if scenario is None:
         if engine not in (None, "flow"):
             raise ConfigError(
                 f"--engine {engine}: the default study (ark: ~4e8 packets) runs on the flow "
                 "engine; name a scenario to use --engine packet"
             )
-        scenario_from_options("ark", set_, seed)  # bad --set / --seed fail before any write
+        study = scenario_from_options("ark", set_, seed)  # bad --set/--seed fail before writing
+        if study.workload.kind != "kv_cache":
+            raise ConfigError(
+                f"workload.kind={study.workload.kind}: the default study compares KV-cache "
+                "transfers (kv_cache); name a scenario to run another workload"
+            )
         target = out_dir or Path("runs/ark-study")
         check_out_dir(target, "study")
         default_study(out=target, sets=set_ or [], seed=seed, quiet=quiet)

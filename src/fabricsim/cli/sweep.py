@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from fabricsim.cli.app import EngineOpt, QuietOpt, ScenarioArg, SetOpt, app
+from fabricsim.cli.common import engine_option
 from fabricsim.errors import ConfigError
 from fabricsim.metrics.outdir import check_out_dir
 from fabricsim.sweep import describe, failure_error, plan_sweep, run_sweep
@@ -46,7 +47,7 @@ def sweep(
         raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")
     check_workers(workers)
     check_timeout(connect_timeout)
-    plan = plan_sweep(scenario, grid or [], zip_ or [], seeds, set_ or [], engine)
+    plan = plan_sweep(scenario, grid or [], zip_ or [], seeds, set_ or [], engine_option(engine))
     outcome = run_sweep(
         plan, out, workers=workers, scheduler=scheduler, timeout_s=connect_timeout,
         progress=not quiet and sys.stderr.isatty(),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -14,9 +15,11 @@ from fabricsim.cli.app import ScenarioArg, SetOpt, app
 from fabricsim.cli.common import out_path, scenario_from_options
 from fabricsim.config.loader import builtin_descriptions
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.budget import check_budget
 from fabricsim.metrics.outdir import check_out_file
+from fabricsim.metrics.results import atomic_write
 from fabricsim.routing.inverse import path_ports, stage_ports
-from fabricsim.workloads.trace import export_messages
+from fabricsim.workloads.trace import messages_text
 
 
 @app.command()
@@ -96,6 +99,7 @@ def ports(
         if src_host is None or dst_host is None:
             raise ConfigError("--scenario needs --src-host and --dst-host")
         sc = scenario_from_options(scenario, set_, None)
+        check_budget(sc, sc.engine.kind)  # the whole fabric is built: refuse bombs first
         result = path_ports(sc, src_host, dst_host)
     elif paths is not None:
         result = stage_ports(
@@ -123,7 +127,7 @@ def ports(
 
 def _out_file(text: str) -> Path:
     """An ``--out`` file that can be written (metrics/outdir.py)."""
-    path = out_path(text, "--out")
+    path = out_path(text, "--out", "file")
     assert path is not None
     return check_out_file(path)
 
@@ -141,5 +145,8 @@ def export_trace(
         raise ConfigError(f"--format: must be htsim or csv (got {fmt!r})")
     target = _out_file(out)
     sc = scenario_from_options(scenario, set_, seed)
-    count = export_messages(sc, fmt, target)
+    check_budget(sc, sc.engine.kind)  # the fabric and the workload are built: refuse bombs
+    text, count = messages_text(sc, fmt)
+    if os.path.realpath(target) != os.devnull:  # /dev/null: asked to discard; never replace it
+        atomic_write(target, text)  # replaces the file (never writes through a link)
     typer.echo(f"wrote {count} messages to {out}")

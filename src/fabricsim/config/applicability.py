@@ -8,12 +8,15 @@ naming the key, its value and what would read it.
 Examples
 --------
 >>> from fabricsim.config.loader import load_scenario
->>> sc = load_scenario("ecmp-collision").with_overrides({"nic.cc": "nscc"})
+>>> sc = load_scenario("ecmp-collision").with_overrides({"topology.k": 6})
 >>> try:
-...     check_keys_apply(sc, "flow")
+...     check_keys_apply(sc)
 ... except Exception as exc:
 ...     print(exc)
-nic.cc=nscc is read only by the packet engine (the flow engine has no such mechanism); remove it or use --engine packet
+topology.k does nothing on topology.kind=leaf_spine; remove it or change topology.kind
+
+Which keys an engine does not read is the engine's declaration
+(:data:`fabricsim.experiments.engines.ENGINES`); its check passes them in.
 """
 
 from __future__ import annotations
@@ -23,19 +26,6 @@ from typing import Any
 from fabricsim.config.models import Scenario
 from fabricsim.errors import EngineRefusal
 
-# Keys that select or shape a packet-level mechanism the flow engine's fluid model does not have
-# (congestion control, trimming, ECN marking, the priority queue).  Set on a flow run, the
-# user is asking a question the flow engine cannot answer, so the run is refused.  The packet
-# engine's tuning keys (base RTT, RTO, retries, windows, buffers, PDC groups, REPS cache sizes,
-# the timeline sampling interval) are accepted on both engines so that one scenario file
-# serves both; the flow engine does not read them (docs/design.md, "Keys that do nothing").
-PACKET_ONLY_KEYS = (
-    "nic.cc",
-    "switch.trimming",
-    "switch.ecn_min_bytes",
-    "switch.ecn_max_bytes",
-    "switch.header_buffer_bytes",
-)
 # Keys of one fabric shape.
 SHAPE_KEYS = {
     "leaf_spine": ("topology.k", "topology.hosts_per_edge"),
@@ -77,24 +67,23 @@ def _shown(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def check_keys_apply(sc: Scenario, engine: str, varied: frozenset[str] = frozenset()) -> None:
+def check_keys_apply(
+    sc: Scenario,
+    varied: frozenset[str] = frozenset(),
+    *,
+    unread_keys: tuple[str, ...] = (),
+    refusal: str = "{key}={value} is not read by this engine; remove it",
+) -> None:
     """Raise :class:`EngineRefusal` for the first user-set key this run would not read.
 
-    ``varied`` are keys an experiment (compare, sweep, study) sets per variant: when it varies
-    ``lb.policy``, a policy's own keys are kept for the variants that read them.
+    ``unread_keys`` are the keys the run's engine does not read (its declared capabilities);
+    one set to a non-default value is refused with ``refusal`` (formatted with ``key`` and
+    ``value``).  ``varied`` are keys an experiment (compare, sweep, study) sets per variant: when
+    it varies ``lb.policy``, a policy's own keys are kept for the variants that read them.
     """
-    if engine == "flow":
-        for key in PACKET_ONLY_KEYS:
-            if _set_to_other_than_default(sc, key):
-                raise EngineRefusal(
-                    f"{key}={_shown(_value(sc, key))} is read only by the packet engine (the flow "
-                    "engine has no such mechanism); remove it or use --engine packet"
-                )
-    elif sc.engine.flow_model != "max_min" and "engine.flow_model" in sc.user_keys:
-        raise EngineRefusal(
-            f"engine.flow_model={sc.engine.flow_model} is a flow-engine model; "
-            "use --engine flow, or remove it for the packet engine"
-        )
+    for key in unread_keys:
+        if _set_to_other_than_default(sc, key):
+            raise EngineRefusal(refusal.format(key=key, value=_shown(_value(sc, key))))
     for key in SHAPE_KEYS[sc.topology.kind]:
         if _set_to_other_than_default(sc, key):
             raise EngineRefusal(

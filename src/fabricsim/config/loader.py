@@ -202,8 +202,10 @@ def parse_set_options(items: list[str]) -> dict[str, Any]:
             raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. workload.qps=25")
         key, raw = item.split("=", 1)
         key = key.strip()
-        if not key:
-            raise ConfigError(f"--set {item!r}: empty key")
+        if not key or "" in key.split("."):
+            raise ConfigError(
+                f"--set {item!r}: empty key or key part (write e.g. topology.spines=8)"
+            )
         try:
             value = yaml.load(raw, Loader=StrictLoader) if raw.strip() else ""  # noqa: S506
         except yaml.YAMLError:

@@ -210,7 +210,10 @@ class FlowEngine:
         conn = self.slot_conn[slot]
         assert conn is not None
         conn.done_s = self.now + self._latency(conn.paths)
-        conn.delivered = conn.wire - float(self.remaining[slot])
+        left = max(float(self.remaining[slot]), 0.0)  # at most 1 ns of transfer (completion eps)
+        if left > 0:  # the last bytes go out with the completion: count them on the links
+            np.add.at(self.link_bytes, self.links[slot], self.coef[slot] * left)
+        conn.delivered = conn.wire
         self.active[slot] = False
         self.rate[slot] = 0.0
         self.remaining[slot] = 0.0
@@ -317,14 +320,18 @@ class FlowEngine:
         dt = t - self.now
         if dt > 0:
             moved = self.rate * dt
+            left = np.maximum(self.remaining, 0.0)
             if clamp:  # a forced step: a connection sends at most what it has left
-                moved = np.minimum(moved, np.maximum(self.remaining, 0.0))
+                moved = np.minimum(moved, left)
             self.remaining -= moved
             moving = np.flatnonzero(self.rate > 0)
             if len(moving):  # per-link byte counters: an independent conservation check
+                # a step past a completion (dt quantized by the float clock) sends nothing
+                # beyond what was left: count what was sent, not rate x dt
+                sent = np.minimum(moved[moving], left[moving])
                 self.link_bytes += np.bincount(
                     self.links[moving].ravel(),
-                    weights=(self.coef[moving] * moved[moving, None]).ravel(),
+                    weights=(self.coef[moving] * sent[:, None]).ravel(),
                     minlength=len(self.link_bytes),
                 )
         self.now = t

@@ -19,7 +19,9 @@ class PathResolver:
     * ``default``: the 2^EntropyMaskBits round-robin ports' paths, weighted by port count
       (the fluid limit of strict round robin);
     * ``oblivious``: all 65,536 ports' paths weighted by port count;
-    * ``reps`` is refused (its choices react to per-packet ACK feedback);
+    * ``reps`` is not declared by the flow engine (its choices react to per-packet ACK
+      feedback): :func:`fabricsim.experiments.engines.check_supported` refuses it before a run
+      is built; the check here only guards direct use;
     * hash ``random``: an even split at every ECMP stage; ``SPRAY_ALL``: even over all paths.
     """
 
@@ -27,7 +29,7 @@ class PathResolver:
         self.sc = sc
         self.router = router
         self.spray = sc.nic.packet_spraying_type
-        if self.spray == "reps":
+        if self.spray == "reps":  # defensive: the run was refused earlier (engine registry)
             raise EngineRefusal(
                 "nic.packet_spraying_type=reps needs the packet engine (REPS reacts to per-packet "
                 "ACK feedback); use --engine packet"

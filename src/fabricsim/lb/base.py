@@ -58,6 +58,11 @@ class PathPolicy:
 
     name = "ecmp"
     flow_engine_only = False
+    """True for a policy only the flow engine's fluid model can run (``ideal_spray``).
+
+    Read by the engine registry (:mod:`fabricsim.experiments.engines`): the packet engine's
+    declared policies are the registered ones without this flag.
+    """
 
     def __init__(self, ctx: PolicyContext) -> None:
         self.ctx = ctx
@@ -116,6 +121,11 @@ _POLICIES: dict[str, type[PathPolicy]] = {}
 def register_policy(cls: type[PathPolicy]) -> type[PathPolicy]:
     _POLICIES[cls.name] = cls
     return cls
+
+
+def registered_policies() -> dict[str, type[PathPolicy]]:
+    """The registered policies by ``lb.policy`` name (import :mod:`fabricsim.lb` for them all)."""
+    return dict(_POLICIES)
 
 
 def make_policy(ctx: PolicyContext) -> PathPolicy:

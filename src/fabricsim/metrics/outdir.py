@@ -219,6 +219,12 @@ def check_out_file(path: str | os.PathLike[str] | None, *, option: str = "--out"
         if os.path.lexists(target):
             if os.path.realpath(target) == os.devnull:
                 return target
+            if os.path.islink(target):
+                raise _fail(
+                    option,
+                    raw,
+                    "is a symbolic link; name a regular file (no writing through links)",
+                )
             if not target.is_file():
                 raise _fail(option, raw, "is not a regular file")
             if _read_only(target):

@@ -393,7 +393,12 @@ def _cm_connection(cm: _CmFile, lineno: int, m: re.Match[str]) -> None:
 
 
 def write_htsim_cm(df: pd.DataFrame, path: str | Path, nodes: int) -> None:
-    """Write messages (src, dst, size_bytes, start_s, id) as an htsim connection matrix.
+    """Write messages (src, dst, size_bytes, start_s, id) as an htsim connection matrix."""
+    Path(path).write_text(htsim_cm_text(df, nodes))
+
+
+def htsim_cm_text(df: pd.DataFrame, nodes: int) -> str:
+    """Messages as the text of an htsim connection matrix.
 
     Start times are written in microseconds with every digit a float needs (no rounding).
     """
@@ -403,7 +408,7 @@ def write_htsim_cm(df: pd.DataFrame, path: str | Path, nodes: int) -> None:
         lines.append(
             f"{int(src)}->{int(dst)} id {int(fid)} start {float(start_s) * 1e6!r} size {int(size)}"
         )
-    Path(path).write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 @register("trace")
@@ -433,6 +438,13 @@ def messages_frame(table: FlowTable) -> pd.DataFrame:
 
 def export_messages(sc: Scenario, fmt: str, path: str | Path) -> int:
     """Write a scenario's messages as CSV or an htsim ``.cm`` file; returns the count."""
+    text, count = messages_text(sc, fmt)
+    Path(path).write_text(text)
+    return count
+
+
+def messages_text(sc: Scenario, fmt: str) -> tuple[str, int]:
+    """A scenario's messages as CSV or htsim ``.cm`` text, and how many there are."""
     fabric = fabric_for(sc.topology)
     table = generate(sc, fabric)
     if table.depends_on is not None and any(table.depends_on):
@@ -442,7 +454,5 @@ def export_messages(sc: Scenario, fmt: str, path: str | Path) -> int:
         )
     df = messages_frame(table)
     if fmt == "htsim":
-        write_htsim_cm(df, path, fabric.num_hosts)
-    else:
-        df.to_csv(path, index=False)
-    return len(df)
+        return htsim_cm_text(df, fabric.num_hosts), len(df)
+    return df.to_csv(index=False), len(df)
