@@ -48,6 +48,7 @@ from fabricsim.sweep.backends import (
     worker_pool,
 )
 from fabricsim.topology.fabric import HOST, Fabric
+from fabricsim.units import ps_to_s, s_to_us, us_to_s
 
 _BASE_PACKET = {
     "lb.policy": "ecmp",
@@ -192,7 +193,7 @@ def uplink_utilization(res: Result, fabric: Fabric) -> dict[str, float]:
         return {**nan, "uplink_max_over_mean": math.nan}
     names = uplinks(fabric)
     end = float(res.summary.get("sim_end_s") or np.nanmax(res.flows["finish_s"]))
-    interval = res.scenario.records.timeline_interval_us * 1e-6
+    interval = us_to_s(res.scenario.records.timeline_interval_us)
     tl = tl[tl["link"].isin(names)]
     link, t0, t1, u = _segments(tl, res.summary["engine"], interval, end)
     codes = pd.Categorical(link, categories=names).codes
@@ -234,11 +235,9 @@ def receiver_busy_fraction(res: Result, fabric: Fabric, receiver: int) -> float:
     first = math.inf
     for name, start in zip(mine["src"], mine["start_s"], strict=True):
         path = fabric.paths(fabric.host_names.index(name), receiver)[0][:-1]
-        ahead = sum(
-            fabric.link_delay_ps[x] + size * 8e12 / fabric.link_nominal_bps[x] for x in path
-        )
-        first = min(first, float(start) + ahead / 1e12)
-    last = float(mine["finish_s"].max()) - fabric.link_delay_ps[down] / 1e12
+        ahead = fabric.unloaded_path_ps(path, size, whole_ps=False)
+        first = min(first, float(start) + ps_to_s(ahead))
+    last = float(mine["finish_s"].max()) - ps_to_s(fabric.link_delay_ps[down])
     return float(row["bytes"]) * 8 / float(row["rate_bps"]) / (last - first)
 
 
@@ -271,7 +270,7 @@ def _run_one(job: tuple[dict[str, Any], str, str, int, str | None]) -> dict[str,
 
 
 def _us(v: Any) -> float:
-    return math.nan if v is None else float(v) * 1e6
+    return math.nan if v is None else s_to_us(float(v))
 
 
 def _jobs(

@@ -42,3 +42,9 @@ def wire_bytes(size_bytes: int, mss: int, header_bytes: int) -> int:
     """Bytes on the wire for a message: payload plus one header per packet (both engines)."""
     packets = -(-size_bytes // mss)
     return size_bytes + packets * header_bytes
+
+
+def wire_bytes_array(size_bytes: np.ndarray, mss: int, header_bytes: int) -> np.ndarray:
+    """Vectorized :func:`wire_bytes` (int64): payload plus one header per packet."""
+    size = np.asarray(size_bytes, dtype=np.int64)
+    return size + (-(-size // mss)) * header_bytes

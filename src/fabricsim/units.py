@@ -16,9 +16,17 @@ Examples
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
+if TYPE_CHECKING:
+    import numpy as np
+
 PS_PER_S = 10**12
 PS_PER_US = 10**6
 PS_PER_NS = 10**3
+S_PER_PS = 1e-12  # float factors: ``x * S_PER_PS`` rounds differently from ``x / PS_PER_S``
+S_PER_US = 1e-6
+US_PER_S = 1e6
 KIB = 1024
 MIB = 1024**2
 GIB = 1024**3
@@ -40,14 +48,28 @@ def s_to_ps(s: float) -> int:
     return int(round(s * PS_PER_S))
 
 
-def ps_to_s(ps: int | float) -> float:
-    """Picoseconds to float seconds."""
+@overload
+def ps_to_s(ps: int | float) -> float: ...
+@overload
+def ps_to_s(ps: np.ndarray) -> np.ndarray: ...
+def ps_to_s(ps: int | float | np.ndarray) -> float | np.ndarray:
+    """Picoseconds to float seconds (numpy arrays too)."""
     return ps / PS_PER_S
 
 
 def ps_to_us(ps: int | float) -> float:
     """Picoseconds to float microseconds."""
     return ps / PS_PER_US
+
+
+def us_to_s(us: float) -> float:
+    """Microseconds to float seconds (``us * 1e-6``; works on numpy arrays)."""
+    return us * S_PER_US
+
+
+def s_to_us(s: float) -> float:
+    """Float seconds to float microseconds (``s * 1e6``; works on numpy arrays)."""
+    return s * US_PER_S
 
 
 def gbps_to_bps(gbps: float) -> int:
@@ -58,6 +80,20 @@ def gbps_to_bps(gbps: float) -> int:
 def serialization_ps(size_bytes: int, rate_bps: int) -> int:
     """Time to put ``size_bytes`` on a link of ``rate_bps``, in whole picoseconds (ceiling)."""
     return -(-(size_bytes * 8 * PS_PER_S) // rate_bps)
+
+
+def transmit_ps(size_bytes: float, rate_bps: float) -> float:
+    """Time to put ``size_bytes`` on a link of ``rate_bps``, in float picoseconds (no rounding).
+
+    >>> transmit_ps(4184, 400e9)
+    83680.0
+    """
+    return size_bytes * 8 * 1e12 / rate_bps
+
+
+def transmitted_bytes(rate_bps: float, duration_ps: float) -> float:
+    """Bytes a ``rate_bps`` link puts on the wire in ``duration_ps`` (float, no rounding)."""
+    return rate_bps * duration_ps / 8e12
 
 
 def bdp_bytes(rate_bps: float, rtt_ps: int) -> int:

@@ -96,6 +96,7 @@ from fabricsim.experiments.budget_counts import (
     _packets,
 )
 from fabricsim.packetsim.records import PACKET_SAMPLE_BYTES
+from fabricsim.units import S_PER_PS, us_to_s
 
 GB = 1e9
 
@@ -190,7 +191,7 @@ def _packet_terms(
         if span is None:
             load.notes.append("timeline duration unknown: capped by the sampler at run time")
         else:
-            interval_s = max(float(rec.timeline_interval_us) * 1e-6, 1e-12)  # >= 1 ps
+            interval_s = max(us_to_s(float(rec.timeline_interval_us)), S_PER_PS)  # >= 1 ps
             steps = math.ceil(span / interval_s) if math.isfinite(span / interval_s) else 0
             samples = (fab.links + fab.tops) * steps
             terms["timeline samples"] = PACKET_SAMPLE_BYTES * float(samples)

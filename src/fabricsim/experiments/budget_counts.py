@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from fabricsim.units import MAX_TIME_S
+from fabricsim.units import MAX_TIME_S, us_to_s
 from fabricsim.workloads.kv_models import get_model
 from fabricsim.workloads.moe import GENERIC, PRESETS
 
@@ -206,11 +206,13 @@ def _rto_s(sc: Any, fab: _Fabric) -> float:
     """The packet engine's RTO: ``nic.rto_us``, else 2 x (base RTT + full-buffer drains)."""
     nic, sw = sc.nic, sc.switch
     if nic.rto_us:
-        return float(nic.rto_us) * 1e-6
-    delay = float(sc.topology.link_delay_us) * 1e-6
+        return us_to_s(float(nic.rto_us))
+    delay = us_to_s(float(sc.topology.link_delay_us))
     mtu_bits = (nic.rdma_data_mss + nic.header_bytes) * 8
     unloaded = fab.path_links * (2 * delay + mtu_bits / min(fab.host_bps, fab.fabric_bps))
-    base = unloaded if nic.initial_base_rtt_us == "auto" else float(nic.initial_base_rtt_us) * 1e-6
+    base = (
+        unloaded if nic.initial_base_rtt_us == "auto" else us_to_s(float(nic.initial_base_rtt_us))
+    )
     base = max(base, unloaded)
     if sw.buffer_bytes:
         drain = float(sw.buffer_bytes) * 8 / fab.fabric_bps

@@ -198,13 +198,8 @@ class FlowEngine:
             self.tl_tops.append((self.now, self.top_active.copy()))
 
     def _latency(self, paths: WeightedPaths | None) -> float:
-        fab, size = self.fabric, self.mss + self.hdr
-        best = 0.0
-        for path, _ in paths or []:
-            lat = fab.path_delay_ps(path) * 1e-12
-            lat += sum(size * 8 / fab.link_rate_bps[link] for link in path[1:])
-            best = max(best, lat)
-        return best
+        links = (path for path, _ in paths or [])
+        return self.fabric.unloaded_latency_s(links, self.mss + self.hdr, degraded=True, worst=True)
 
     def _complete(self, slot: int) -> None:
         conn = self.slot_conn[slot]

@@ -34,13 +34,13 @@ import numpy as np
 import pandas as pd
 
 from fabricsim.config.models import Scenario
-from fabricsim.engine_api import EngineOutput
+from fabricsim.engine_api import EngineOutput, wire_bytes_array
 from fabricsim.errors import EngineRefusal
 from fabricsim.lb.base import PathPolicy
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import Fabric
 from fabricsim.workloads.base import FlowTable
-from fabricsim.workloads.moe import host_rates_bps, unloaded_latency_s, wire_bytes_array
+from fabricsim.workloads.moe import host_rates_bps
 
 MAX_ROWS = 20_000
 _ROW_COLUMNS = (
@@ -172,7 +172,12 @@ class OpenLoopEngine:
         key = fab.host_leaf[f.src] * fab.num_nodes + fab.host_leaf[f.dst]
         uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
         mss, hdr = self.sc.nic.rdma_data_mss, self.sc.nic.header_bytes
-        lat = [unloaded_latency_s(fab, int(f.src[i]), int(f.dst[i]), mss, hdr) for i in first]
+        lat = [
+            fab.unloaded_latency_s(
+                fab.paths(int(f.src[i]), int(f.dst[i])), mss + hdr, degraded=False, worst=False
+            )
+            for i in first
+        ]
         return np.asarray(lat)[inv.ravel()]
 
     def run(self) -> EngineOutput:

@@ -51,6 +51,7 @@ import numpy as np
 
 from fabricsim.errors import ConfigError
 from fabricsim.lb.base import Connection, PathPolicy, PolicyContext, register_policy
+from fabricsim.units import us_to_s
 
 Stamp = tuple[float, int]  # (timestamp s, host id): smaller wins a race
 RESERVE, RELEASE = "reserve", "release"
@@ -426,7 +427,7 @@ class ArkPolicy(PathPolicy):
         self._tables: dict[tuple[int, int], PortTable] = {}
         self.plane = ArkControlPlane(
             ctx.fabric.num_hosts,
-            ctx.scenario.lb.ark_control_delay_us * 1e-6,
+            us_to_s(ctx.scenario.lb.ark_control_delay_us),
             self._table,
             self._schedule,
             self._now,

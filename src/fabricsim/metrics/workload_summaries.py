@@ -20,11 +20,12 @@ import numpy as np
 import pandas as pd
 
 from fabricsim.config.workloads import CollectiveWorkload
+from fabricsim.engine_api import wire_bytes_array
 from fabricsim.metrics.results import percentiles
 from fabricsim.metrics.summaries import RunContext, register_summarizer
 from fabricsim.topology.fabric import Fabric
 from fabricsim.workloads.kv_cache import ttft_s
-from fabricsim.workloads.moe import host_rates_bps, unloaded_latency_s, wire_bytes_array
+from fabricsim.workloads.moe import host_rates_bps
 
 
 # -- leaf_to_leaf -----------------------------------------------------------------------------
@@ -93,7 +94,12 @@ def shortest_latency_s(
         key = (int(fabric.host_leaf[s]), int(fabric.host_leaf[d]))
         if key not in seen:
             seen.add(key)
-            lat = min(lat, unloaded_latency_s(fabric, s, d, mss, hdr))
+            lat = min(
+                lat,
+                fabric.unloaded_latency_s(
+                    fabric.paths(s, d), mss + hdr, degraded=False, worst=False
+                ),
+            )
     return 0.0 if math.isinf(lat) else lat
 
 

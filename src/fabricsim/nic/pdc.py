@@ -44,6 +44,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from fabricsim.engine_api import DATA
+from fabricsim.units import transmit_ps, transmitted_bytes
 
 if TYPE_CHECKING:
     from fabricsim.cc.base import CongestionControl
@@ -130,7 +131,9 @@ class Pdc:
         self.next_send_ps = 0.0  # pacing: when the next packet is due (fractional ps)
         self.floor_bytes = 0.0  # paced: window kept for the paced rate whatever the controller
         if self.paced and PACED_WINDOW_BASE_RTTS:
-            self.floor_bytes = rate_cap_bps * PACED_WINDOW_BASE_RTTS * cc.base_rtt_ps / 8e12
+            self.floor_bytes = transmitted_bytes(
+                rate_cap_bps * PACED_WINDOW_BASE_RTTS, cc.base_rtt_ps
+            )
         if self.paced:
             self.next_send_ps = env.sim.now + pace_phase_ps(
                 flow * 64 + index, self.wire_last, rate_cap_bps
@@ -247,10 +250,10 @@ class Pdc:
         rate = max(rate, 1.0)
         late = now - due
         if late > 0:
-            slack = PACE_SLACK_PACKETS * self.wire_full * 8e12 / rate
+            slack = transmit_ps(PACE_SLACK_PACKETS * self.wire_full, rate)
             if late > slack:  # too far behind (stalled): restart the schedule, no burst
                 due = now - slack
-        self.next_send_ps = due + size * 8e12 / rate
+        self.next_send_ps = due + transmit_ps(size, rate)
         return True
 
     def sleep(self) -> None:
@@ -421,4 +424,4 @@ def pace_phase_ps(serial: int, wire_last: int, rate_bps: float) -> float:
     """
     if not rate_bps < float("inf"):
         return 0.0
-    return ((serial * _GOLDEN) % 1.0) * wire_last * 8e12 / max(rate_bps, 1.0)
+    return transmit_ps(((serial * _GOLDEN) % 1.0) * wire_last, max(rate_bps, 1.0))

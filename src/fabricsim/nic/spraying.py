@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from fabricsim.config.models import NicConfig
+from fabricsim.units import ps_to_s
 
 
 class Clock(Protocol):
@@ -271,7 +272,7 @@ def exploration_window_packets(
     >>> exploration_window_packets(400e9, 6_000_000, 4096)
     71
     """
-    bits = link_rate_bps * base_rtt_ps / 1e12
+    bits = ps_to_s(link_rate_bps * base_rtt_ps)
     return int(bits // ((mss + hdr) * 8))
 
 

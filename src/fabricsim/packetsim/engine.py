@@ -54,7 +54,7 @@ from fabricsim.rng import stream
 from fabricsim.routing.router import Router
 from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import Fabric, label_nodes
-from fabricsim.units import MAX_TIME_S, PS_PER_S, bdp_bytes, ps_to_s, s_to_ps, us_to_ps
+from fabricsim.units import MAX_TIME_S, PS_PER_S, bdp_bytes, ps_to_s, s_to_ps, s_to_us, us_to_ps
 from fabricsim.workloads.base import FlowTable
 
 MAX_PATH_LABELS = 8
@@ -88,9 +88,9 @@ def time_ps(value_s: float, key: str) -> int:
 def _duration_ps(value_us: float, key: str) -> int:
     """A positive duration in microseconds as picoseconds (>= 1 ps), or :class:`ConfigError`."""
     v = float(value_us)
-    if not (math.isfinite(v) and v <= MAX_TIME_S * 1e6) or us_to_ps(v) < 1:
+    if not (math.isfinite(v) and v <= s_to_us(MAX_TIME_S)) or us_to_ps(v) < 1:
         raise ConfigError(
-            f"{key}: must be between 1e-06 us (1 ps) and {MAX_TIME_S * 1e6:g} us (MAX_TIME_S), "
+            f"{key}: must be between 1e-06 us (1 ps) and {s_to_us(MAX_TIME_S):g} us (MAX_TIME_S), "
             f"got {v:g}"
         )
     return us_to_ps(v)

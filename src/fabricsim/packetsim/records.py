@@ -23,6 +23,7 @@ import pandas as pd
 from fabricsim.errors import ConfigError
 from fabricsim.packetsim.core import Port, Sim
 from fabricsim.topology.fabric import Fabric
+from fabricsim.units import ps_to_s, ps_to_us, transmitted_bytes
 
 # fmt: off
 MONITOR_COLUMNS = (
@@ -49,7 +50,7 @@ def monitor_table(rows: list[tuple]) -> pd.DataFrame:
     cache = pd.array(list(cols[9]), dtype="Int64")
     return pd.DataFrame(
         {
-            "time_s": np.asarray(cols[0], dtype=np.int64) / 1e12,
+            "time_s": ps_to_s(np.asarray(cols[0], dtype=np.int64)),
             "direction": pd.Categorical(
                 ["ReTx" if r else "Tx" for r in cols[1]], categories=["Tx", "ReTx"]
             ),
@@ -169,8 +170,8 @@ class TimelineSampler:
 
     def sample(self, _: Any = None) -> None:
         now = self.sim.now
-        t_s = now / 1e12
-        secs = self.interval / 1e12
+        t_s = ps_to_s(float(now))  # float(): float division, as before, past 2**53 ps too
+        secs = ps_to_s(float(self.interval))
         nominal = self.fabric.link_nominal_bps
         link_col, t_col, util_col, queue_col = (
             self.link_col,
@@ -180,7 +181,7 @@ class TimelineSampler:
         )
         for i, port in enumerate(self.ports):
             # bytes on the wire so far: started bytes less what is still to serialize
-            done = port.tx_bytes - max(port.busy_until - now, 0) * port.rate_bps / 8e12
+            done = port.tx_bytes - transmitted_bytes(port.rate_bps, max(port.busy_until - now, 0))
             if port.failed:
                 done = port.tx_bytes
             sent = done - self.last_bytes[i]
@@ -200,7 +201,7 @@ class TimelineSampler:
             self.spine_n.append(n)
         if self.max_rows is not None and len(t_col) + len(self.spine_t) > self.max_rows:
             raise ConfigError(
-                f"records.timeline_interval_us={self.interval / 1e6:g}: the timelines passed "
+                f"records.timeline_interval_us={ps_to_us(float(self.interval)):g}: the timelines passed "
                 f"{self.max_rows:.3g} samples by t={t_s:.3g} s, over the memory budget "
                 "(engine.max_memory_gb); use a larger records.timeline_interval_us, "
                 "records.timelines=false or a larger engine.max_memory_gb"

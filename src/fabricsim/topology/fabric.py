@@ -15,11 +15,15 @@ read a label back.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
+
+from fabricsim.units import S_PER_PS, transmit_ps
 
 HOST, LEAF, SPINE, CORE = 0, 1, 2, 3
 TIER_NAMES = {HOST: "host", LEAF: "leaf", SPINE: "spine", CORE: "core"}
@@ -226,15 +230,45 @@ class Fabric:
     def path_delay_ps(self, path: tuple[int, ...]) -> int:
         return int(sum(int(self.link_delay_ps[link]) for link in path))
 
+    def unloaded_latency_s(
+        self, paths: Iterable[tuple[int, ...]], packet_bytes: int, *, degraded: bool, worst: bool
+    ) -> float:
+        """One packet's unloaded delay over ``paths``, in seconds (0.0 without paths).
+
+        Propagation plus store-and-forward of one ``packet_bytes`` packet on every hop after
+        the first.  ``degraded``: at :attr:`link_rate_bps` (degradation applied), else at
+        :attr:`link_nominal_bps`.  ``worst``: the largest over ``paths``, else the smallest.
+        """
+        rates, bits = self.link_rate_bps if degraded else self.link_nominal_bps, packet_bytes * 8
+        best = 0.0 if worst else math.inf
+        for path in paths:
+            lat = self.path_delay_ps(path) * S_PER_PS
+            lat += sum(bits / rates[link] for link in path[1:])
+            best = max(best, lat) if worst else min(best, lat)
+        return float(best) if worst or math.isfinite(best) else 0.0
+
+    def unloaded_path_ps(self, links: Iterable[int], packet_bytes: int, *, whole_ps: bool) -> float:
+        """One packet's unloaded delay over ``links`` at nominal rates, in picoseconds.
+
+        Propagation plus serialization on every link.  ``whole_ps``: each link's
+        serialization truncated to whole picoseconds (an ``int`` total), else exact floats.
+        """
+        if whole_ps:
+            return sum(
+                int(self.link_delay_ps[x])
+                + int(transmit_ps(packet_bytes, max(float(self.link_nominal_bps[x]), 1.0)))
+                for x in links
+            )
+        return sum(
+            self.link_delay_ps[x] + transmit_ps(packet_bytes, self.link_nominal_bps[x])
+            for x in links
+        )
+
     def unloaded_rtt_ps(self, mss_bytes: int, header_bytes: int, ack_bytes: int = 88) -> int:
         """Round trip of one full packet over the longest host-to-host path, and its ACK back."""
         src, dst = 0, self.num_hosts - 1
         paths = self.paths(src, dst) or self.paths(0, 1)
         path = paths[0]
         back = self.paths(dst, src)[0] if self.paths(dst, src) else path
-        rtt = 0
-        for links, size in ((path, mss_bytes + header_bytes), (back, ack_bytes)):
-            for link in links:
-                rate = max(float(self.link_nominal_bps[link]), 1.0)
-                rtt += int(self.link_delay_ps[link]) + int(size * 8 * 1e12 / rate)
-        return rtt
+        there = self.unloaded_path_ps(path, mss_bytes + header_bytes, whole_ps=True)
+        return int(there + self.unloaded_path_ps(back, ack_bytes, whole_ps=True))

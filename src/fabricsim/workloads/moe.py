@@ -31,7 +31,6 @@ The paper's 3 x 3 example (row maximum 3000, column maximum 4000):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ import numpy as np
 
 from fabricsim.config.models import Scenario
 from fabricsim.config.workloads import MoeWorkload
+from fabricsim.engine_api import wire_bytes_array
 from fabricsim.errors import ConfigError
 from fabricsim.rng import stream
 from fabricsim.topology.fabric import Fabric
@@ -296,28 +296,10 @@ def ack_bytes_array(
     return -(-packets // coalesce) * float(header_bytes)
 
 
-def wire_bytes_array(size_bytes: np.ndarray, mss: int, header_bytes: int) -> np.ndarray:
-    """Vectorized :func:`fabricsim.engine_api.wire_bytes`: payload plus one header per packet."""
-    size = np.asarray(size_bytes, dtype=np.int64)
-    return size + (-(-size // mss)) * header_bytes
-
-
 def host_rates_bps(fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
     """Each host's NIC rate (bits/s) sending (uplink) and receiving (downlink), degradation applied."""
     rate = fabric.link_rate_bps.astype(np.float64)
     return rate[fabric.host_uplink], rate[fabric.host_downlink]
-
-
-def unloaded_latency_s(fabric: Fabric, src: int, dst: int, mss: int, header_bytes: int) -> float:
-    """One packet's unloaded delay on the fastest ``src -> dst`` path (as the flow engine adds it):
-    propagation plus store-and-forward of one full packet on every hop after the first."""
-    size = (mss + header_bytes) * 8
-    best = math.inf
-    for path in fabric.paths(src, dst):
-        lat = fabric.path_delay_ps(path) * 1e-12
-        lat += sum(size / float(fabric.link_nominal_bps[link]) for link in path[1:])
-        best = min(best, lat)
-    return best if math.isfinite(best) else 0.0
 
 
 # -- the workload -----------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from fabricsim.config.workloads import TraceWorkload
 from fabricsim.errors import ConfigError
 from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import Fabric
-from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S
+from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S, S_PER_US, s_to_us
 from fabricsim.workloads.base import (
     FlowTable,
     check_total_bytes,
@@ -326,7 +326,7 @@ def read_htsim_cm(path: Path, hosts: int | None = None) -> pd.DataFrame:
         "line",
         np.asarray(cm.lines),
         names={"size_bytes": "size", "start_s": "start"},
-        start_scale=1e-6,
+        start_scale=S_PER_US,
         start_unit="us",
     )
     return _check_table(df, src, hosts)
@@ -406,7 +406,7 @@ def htsim_cm_text(df: pd.DataFrame, nodes: int) -> str:
     cols = zip(df["src"], df["dst"], df["id"], df["start_s"], df["size_bytes"], strict=True)
     for src, dst, fid, start_s, size in cols:
         lines.append(
-            f"{int(src)}->{int(dst)} id {int(fid)} start {float(start_s) * 1e6!r} size {int(size)}"
+            f"{int(src)}->{int(dst)} id {int(fid)} start {s_to_us(float(start_s))!r} size {int(size)}"
         )
     return "\n".join(lines) + "\n"
 
