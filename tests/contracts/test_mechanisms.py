@@ -43,6 +43,7 @@ import fabricsim.cc  # noqa: F401  (registers every CC)
 import fabricsim.lb  # noqa: F401  (registers every policy)
 import fabricsim.workloads  # noqa: F401  (registers every workload builder)
 from fabricsim.cc.base import _CC as CC_REGISTRY
+from fabricsim.config.applicability import WORKLOAD_KEYS
 from fabricsim.config.workloads import WorkloadConfig
 from fabricsim.experiments.engines import ENGINES
 
@@ -72,6 +73,12 @@ def _reads(caps: Any, key: str) -> bool:
     return key not in caps.unread_keys
 
 
+def _read_under(kind: str, key: str, field: str, value: Any) -> bool:
+    """Whether workload ``key`` is read when ``field`` is ``value`` (config/applicability.py)."""
+    selector, values = WORKLOAD_KEYS.get(kind, {}).get(key, (None, ()))
+    return selector != field or value in values
+
+
 def _workload_cases(kind: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(key, value, workload) for a workload kind and each value of its selector fields."""
     base = SMALL_WORKLOADS.get(kind, {"kind": kind})
@@ -83,7 +90,8 @@ def _workload_cases(kind: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
         for value in get_args(model.model_fields[field].annotation):
             if value == base.get(field, model.model_fields[field].default):
                 continue  # the base case already runs it
-            workload = {**base, field: value, **VARIANT_NEEDS.get((kind, field, value), {})}
+            kept = {k: v for k, v in base.items() if _read_under(kind, k, field, value)}
+            workload = {**kept, field: value, **VARIANT_NEEDS.get((kind, field, value), {})}
             yield f"workload.{kind}.{field}", value, workload
 
 

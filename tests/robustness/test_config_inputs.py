@@ -153,6 +153,18 @@ CASES: dict[str, tuple] = {
         lambda t: ["run", "spray-example", "--out", "o", "--set", "switch.flowlet_gap_us=5"],
         "switch.flowlet_gap_us",
     ),
+    "fixed prompt length with zipf prompts": (
+        lambda t: ["run", "ark", "--out", "o", "--set", "workload.prompt_tokens=5000"],
+        "workload.prompt_tokens",
+    ),
+    "ARK delay without ARK": (
+        lambda t: [*RUN, "--set", "lb.ark_control_delay_us=50"],
+        "lb.ark_control_delay_us",
+    ),
+    "MoE token units with a synthetic matrix": (
+        lambda t: ["run", "moe", "--out", "o", "--set", "workload.units=tokens"],
+        "workload.units",
+    ),
     "open loop on the packet engine": (
         lambda t: [
             "run",

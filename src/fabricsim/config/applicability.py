@@ -37,7 +37,27 @@ SHAPE_KEYS = {
     ),
 }
 # Keys one path policy reads.
-POLICY_KEYS = {"lb.qp_count": "qp_scaling", "lb.qp_mode": "qp_scaling"}
+POLICY_KEYS = {
+    "lb.qp_count": "qp_scaling",
+    "lb.qp_mode": "qp_scaling",
+    "lb.ark_control_delay_us": "ark",
+}
+# Workload keys read only under some value of another key of the same workload:
+# kind -> key -> (selector key, the values under which it is read).
+WORKLOAD_KEYS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
+    "kv_cache": {
+        "prompt_tokens": ("prompt", ("fixed",)),
+        "prompt_path": ("prompt", ("trace",)),
+        "prompt_theta": ("prompt", ("zipf",)),
+        "prompt_min_tokens": ("prompt", ("zipf",)),
+        "prompt_max_tokens": ("prompt", ("zipf",)),
+    },
+    "moe": {
+        "units": ("matrix", ("file",)),
+        "trace_groups": ("matrix", ("chakra",)),
+        "total_bytes_per_sender": ("matrix", ("pure_zipf",)),
+    },
+}
 # Keys one switch load-balancing method reads.
 SWITCH_METHOD_KEYS = {
     "switch.flowlet_gap_us": "flowlet",
@@ -53,14 +73,16 @@ def _value(sc: Scenario, key: str) -> Any:
     return node
 
 
-def _default(key: str) -> Any:
+def _default(key: str, sc: Scenario | None = None) -> Any:
     section, name = key.split(".")
     model = Scenario.model_fields[section].annotation
+    if section == "workload" and sc is not None:  # a union: the scenario's own workload model
+        model = type(sc.workload)
     return model.model_fields[name].get_default(call_default_factory=True)  # type: ignore[union-attr]
 
 
 def _set_to_other_than_default(sc: Scenario, key: str) -> bool:
-    return key in sc.user_keys and _value(sc, key) != _default(key)
+    return key in sc.user_keys and _value(sc, key) != _default(key, sc)
 
 
 def _shown(value: Any) -> str:
@@ -99,6 +121,7 @@ def check_keys_apply(
                     f"switch.load_balancing_method={wanted} (this run has {method}); remove it "
                     f"or set switch.load_balancing_method={wanted}"
                 )
+    _check_workload_keys(sc, varied)
     if "lb.policy" in varied:
         return
     for key, policy in POLICY_KEYS.items():
@@ -106,4 +129,20 @@ def check_keys_apply(
             raise EngineRefusal(
                 f"{key}={_shown(_value(sc, key))} is read only by lb.policy={policy} "
                 f"(this run has lb.policy={sc.lb.policy}); remove it or set lb.policy={policy}"
+            )
+
+
+def _check_workload_keys(sc: Scenario, varied: frozenset[str]) -> None:
+    """A workload key read only under another key's value (``prompt_tokens`` needs
+    ``prompt: fixed``) is refused when that key has another value."""
+    wl = sc.workload
+    for name, (selector, values) in WORKLOAD_KEYS.get(wl.kind, {}).items():
+        key, chosen = f"workload.{name}", getattr(wl, selector)
+        if f"workload.{selector}" in varied or chosen in values:
+            continue
+        if _set_to_other_than_default(sc, key):
+            wanted = " or ".join(values)
+            raise EngineRefusal(
+                f"{key} is read only when workload.{selector} is {wanted} (this run has "
+                f"{chosen}); remove it or set workload.{selector}"
             )

@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fabricsim.config.loader import load_scenario, parse_set_options
+from fabricsim.config.loader import effective_scenario, load_scenario, parse_set_options
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
 from fabricsim.metrics.outdir import prepare_out_dir
 from fabricsim.metrics.results import Result, dumps_json
-from fabricsim.runner import run
+from fabricsim.runner import check_engine, run
 from fabricsim.sweep.backends import (
     check_workers,
     signals_deferred,
@@ -81,7 +81,8 @@ def paired_runs(
     out: dict[tuple[str, int], Result] = {}
     for seed in seeds:
         for policy in policies:
-            sc = base.with_overrides({"seed": int(seed), "lb.policy": policy})
+            variant = base.varying({"lb.policy"})  # ark's own keys stay for its runs
+            sc = variant.with_overrides({"seed": int(seed), "lb.policy": policy})
             out[(policy, int(seed))] = run(sc, engine="flow")
     return out
 
@@ -135,7 +136,7 @@ def offered_load(sc: Scenario) -> float:
 
 def _sweep_point(args: tuple[dict[str, Any], float, str, int]) -> dict[str, Any]:
     data, qps, policy, seed = args
-    sc = load_scenario(data).with_overrides(
+    sc = effective_scenario(data).with_overrides(  # the driver checked the user's keys
         {"workload.qps": qps, "lb.policy": policy, "seed": seed}
     )
     s = run(sc, engine="flow").summary
@@ -409,7 +410,10 @@ def default_study(
     chosen = _seeds(seed, seeds)
     for s in chosen:  # every run's scenario is valid before the first one starts
         for policy in POLICIES:
-            base.with_overrides({"seed": int(s), "lb.policy": policy})
+            check_engine(
+                base.varying({"lb.policy"}).with_overrides({"seed": int(s), "lb.policy": policy}),
+                "flow",
+            )
     runs = _run_with_progress(base, chosen, quiet)
     frame = comparison(runs)
     with target.staging() as tmp:
