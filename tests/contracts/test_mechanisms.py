@@ -42,7 +42,7 @@ import fabricsim
 import fabricsim.cc  # noqa: F401  (registers every CC)
 import fabricsim.lb  # noqa: F401  (registers every policy)
 import fabricsim.workloads  # noqa: F401  (registers every workload builder)
-from fabricsim.cc.base import _CC as CC_REGISTRY
+from fabricsim.cc.base import registered_cc
 from fabricsim.config.applicability import WORKLOAD_KEYS
 from fabricsim.config.workloads import WorkloadConfig
 from fabricsim.experiments.engines import ENGINES
@@ -111,7 +111,7 @@ def _cases() -> Iterator[Any]:
             for m in caps.switch_methods
         ]
         if _reads(caps, "nic.cc"):
-            rows += [("nic.cc", c, {"nic.cc": c}, None) for c in sorted(CC_REGISTRY)]
+            rows += [("nic.cc", c, {"nic.cc": c}, None) for c in registered_cc()]
         rows += [("engine.flow_model", f, {"engine.flow_model": f}, None) for f in caps.flow_models]
         rows += [("records", r, {f"records.{r}": True}, None) for r in caps.records]
         for kind in caps.workloads:

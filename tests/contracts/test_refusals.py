@@ -21,12 +21,12 @@ import fabricsim
 import fabricsim.cc  # noqa: F401  (registers every CC)
 import fabricsim.lb  # noqa: F401  (registers every policy)
 import fabricsim.workloads  # noqa: F401  (registers every workload builder)
-from fabricsim.cc.base import _CC as CC_REGISTRY
+from fabricsim.cc.base import registered_cc
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.experiments.engines import ENGINES
 from fabricsim.lb.base import registered_policies
-from fabricsim.workloads.base import _REGISTRY as WORKLOAD_REGISTRY
+from fabricsim.workloads.base import registered_workloads
 
 # capability field -> the key it governs and the registry that names its values (if any).
 VALUE_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -34,7 +34,7 @@ VALUE_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "spraying_types": ("nic.packet_spraying_type", ()),
     "switch_methods": ("switch.load_balancing_method", ()),
     "flow_models": ("engine.flow_model", ()),
-    "workloads": ("workload.kind", tuple(WORKLOAD_REGISTRY)),
+    "workloads": ("workload.kind", registered_workloads()),
 }
 
 
@@ -76,7 +76,7 @@ def _refusal_cases() -> Iterator[Any]:
         ]
         if "nic.cc" in caps.unread_keys:
             default_cc = _field("nic.cc").default
-            rows += [(f"nic.cc={c}", {"nic.cc": c}) for c in sorted(CC_REGISTRY) if c != default_cc]
+            rows += [(f"nic.cc={c}", {"nic.cc": c}) for c in registered_cc() if c != default_cc]
         rows += [(f"{k}={other_value(k)}", {k: other_value(k)}) for k in caps.unread_keys]
         if not caps.link_failures:
             failure = [{"link": "leaf0->spine0", "at_s": 1e-6}]
@@ -113,10 +113,10 @@ def test_every_registered_name_is_declared_by_some_engine() -> None:
 
 def test_every_declared_workload_has_a_builder() -> None:
     declared = set().union(*(c.workloads for c in ENGINES.values()))
-    assert declared <= set(WORKLOAD_REGISTRY), "declared workload kinds without a builder"
+    assert declared <= set(registered_workloads()), "declared workload kinds without a builder"
 
 
-@pytest.mark.parametrize("name", sorted(CC_REGISTRY))
+@pytest.mark.parametrize("name", registered_cc())
 def test_every_registered_cc_is_selectable(name: str) -> None:
     fabricsim.load_scenario(scenario({"nic.cc": name}))  # a ConfigError here: config closes it
 

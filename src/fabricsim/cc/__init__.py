@@ -1,6 +1,14 @@
 """Congestion control strategies (pure state machines), selected by ``nic.cc``."""
 
-from fabricsim.cc.base import CcParams, CongestionControl, make_cc, register_cc
+from fabricsim.cc.base import CcParams, CongestionControl, make_cc, register_cc, registered_cc
 from fabricsim.cc.nscc import Nscc, NsccParams
 
-__all__ = ["CcParams", "CongestionControl", "Nscc", "NsccParams", "make_cc", "register_cc"]
+__all__ = [
+    "CcParams",
+    "CongestionControl",
+    "Nscc",
+    "NsccParams",
+    "make_cc",
+    "register_cc",
+    "registered_cc",
+]

@@ -69,6 +69,11 @@ def register_cc(name: str) -> Callable[[type[CongestionControl]], type[Congestio
     return deco
 
 
+def registered_cc() -> tuple[str, ...]:
+    """Names of the registered congestion-control algorithms (what ``nic.cc`` may name)."""
+    return tuple(sorted(_CC))
+
+
 def make_cc(name: str, params: CcParams) -> CongestionControl:
     if name not in _CC:
         raise ConfigError(f"nic.cc: '{name}' is not available; allowed: {', '.join(sorted(_CC))}")

@@ -7,6 +7,6 @@ from fabricsim.workloads import (  # noqa: F401  (registers builders)
     patterns,
     trace,
 )
-from fabricsim.workloads.base import FlowTable, generate, register
+from fabricsim.workloads.base import FlowTable, generate, register, registered_workloads
 
-__all__ = ["FlowTable", "generate", "register"]
+__all__ = ["FlowTable", "generate", "register", "registered_workloads"]

@@ -200,6 +200,11 @@ def register(kind: str) -> Callable[[WorkloadBuilder], WorkloadBuilder]:
     return deco
 
 
+def registered_workloads() -> tuple[str, ...]:
+    """Workload kinds with a registered builder, in registration order."""
+    return tuple(_REGISTRY)
+
+
 def generate(sc: Scenario, fabric: Fabric) -> FlowTable:
     """Build the scenario's flow table on ``fabric``; refuse flows outside the input bounds."""
     kind = sc.workload.kind
