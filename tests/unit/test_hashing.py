@@ -148,3 +148,29 @@ def test_path_ports_refuses_bad_hosts_and_too_many_paths():
     big = sc.with_overrides({"topology.parallel_links": 64, "topology.spines": 64})
     with pytest.raises(ConfigError, match="262144 equal-cost paths"):
         path_ports(big, 0, 9)
+
+
+def test_config_accepts_exactly_the_registered_hash_methods():
+    from typing import get_args
+
+    from fabricsim.config.models import SwitchConfig
+    from fabricsim.routing.hashing import registered_hashes
+
+    assert set(get_args(SwitchConfig.model_fields["hash_method"].annotation)) == set(
+        registered_hashes()
+    )
+
+
+def test_a_registered_hash_method_is_used_by_the_inverse_and_forward_hash():
+    import numpy as np
+
+    from fabricsim.routing import hashing
+
+    method = hashing.HashMethod("xorOnly", lambda x, tier: x ^ np.uint32(1), lambda x, tier: x ^ 1)
+    hashing.register_hash(method)
+    try:
+        crc = np.arange(8, dtype=np.uint32)
+        arr = hashing.switch_hash(crc, "xorOnly", 5, 1)
+        assert [hashing.switch_hash_int(int(c), "xorOnly", 5, 1) for c in crc] == arr.tolist()
+    finally:
+        del hashing._HASHES["xorOnly"]

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 
-HASH_METHODS: Final = ("crc32WithSalt", "crc32", "crc32Offset", "random")
 UDP: Final = 17
 KEY_LEN: Final = 13
 
@@ -109,27 +110,74 @@ def _rotr(h: np.ndarray, bits: int) -> np.ndarray:
     return (h >> np.uint32(bits)) | (h << np.uint32(32 - bits))
 
 
+@dataclass(frozen=True)
+class HashMethod:
+    """One ``switch.hash_method``: the switch's hash of ``x = crc ^ salt`` at a switch ``tier``.
+
+    ``array`` works on a uint32 array (all 65,536 source ports at once: the inverse hash),
+    ``scalar`` on one Python int (forwarding); both give the same values.  A method without
+    them (``random``) picks a member per packet and has no inverse.
+    """
+
+    name: str
+    array: Callable[[np.ndarray, int], np.ndarray] | None = None
+    scalar: Callable[[int, int], int] | None = None
+
+    @property
+    def deterministic(self) -> bool:
+        return self.array is not None
+
+
+_HASHES: dict[str, HashMethod] = {}
+
+
+def register_hash(method: HashMethod) -> HashMethod:
+    """Add a hash method (its ``name`` becomes a value of ``switch.hash_method``)."""
+    _HASHES[method.name] = method
+    return method
+
+
+def registered_hashes() -> tuple[str, ...]:
+    """Names of the registered hash methods, in registration order."""
+    return tuple(_HASHES)
+
+
+def _rotr_int(x: int, bits: int) -> int:
+    bits %= 32
+    return ((x >> bits) | (x << (32 - bits))) & 0xFFFFFFFF if bits else x
+
+
+def _offset_bits(tier: int) -> int:
+    return 8 * max(tier - 1, 0)
+
+
+register_hash(HashMethod("crc32WithSalt", lambda x, tier: fmix32(x), lambda x, tier: fmix32_int(x)))
+register_hash(HashMethod("crc32", lambda x, tier: x, lambda x, tier: x))
+register_hash(
+    HashMethod(
+        "crc32Offset",
+        lambda x, tier: _rotr(x, _offset_bits(tier)),
+        lambda x, tier: _rotr_int(x, _offset_bits(tier)),
+    )
+)
+register_hash(HashMethod("random"))
+HASH_METHODS: Final = registered_hashes()
+
+
 def switch_hash(crc: np.ndarray, method: str, salt: int, tier: int) -> np.ndarray:
     """The switch's hash value of keys whose CRC-32 is ``crc`` (uint32 array)."""
     x = np.asarray(crc, dtype=np.uint32) ^ np.uint32(salt)
-    if method == "crc32WithSalt":
-        return fmix32(x)
-    if method == "crc32":
-        return x
-    if method == "crc32Offset":
-        return _rotr(x, 8 * max(tier - 1, 0))
-    raise ValueError(f"switch.hash_method: no deterministic hash for '{method}'")
+    found = _HASHES.get(method)
+    if found is None or found.array is None:
+        raise ValueError(f"switch.hash_method: no deterministic hash for '{method}'")
+    return found.array(x, tier)
 
 
 def switch_hash_int(crc: int, method: str, salt: int, tier: int) -> int:
     """Scalar :func:`switch_hash` on Python ints."""
-    x = (crc ^ salt) & 0xFFFFFFFF
-    if method == "crc32WithSalt":
-        return fmix32_int(x)
-    if method == "crc32":
-        return x
-    bits = (8 * max(tier - 1, 0)) % 32
-    return ((x >> bits) | (x << (32 - bits))) & 0xFFFFFFFF if bits else x
+    found = _HASHES[method]
+    assert found.scalar is not None, f"no deterministic hash for {method!r}"
+    return found.scalar((crc ^ salt) & 0xFFFFFFFF, tier)
 
 
 def switch_salts(num_nodes: int, seed: int, mode: str) -> np.ndarray:
