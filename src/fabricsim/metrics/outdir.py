@@ -369,21 +369,24 @@ def _remove_stale_siblings(path: Path) -> None:
         if not entry.name.startswith(prefix):
             continue
         m = _STALE.match(entry.name[len(path.name) + 1 :])
-        if m is None or _pid_alive(int(m.group(1))):
+        if m is None or pid_alive(int(m.group(1))):
             continue
         shutil.rmtree(entry, ignore_errors=True)
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, counts as gone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:
+    except OSError:  # exists, but not ours to signal
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):  # no /proc (not Linux): kill(0) said it exists
+        return True
 
 
 _RENAME_EXCHANGE = 2

@@ -22,6 +22,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 from fabricsim.errors import ConfigError
+from fabricsim.metrics.outdir import pid_alive
 
 MAX_WORKERS = max(256, 4 * (os.cpu_count() or 1))
 """Most local worker processes one command may start."""
@@ -43,21 +44,6 @@ def _set_pdeathsig() -> bool:
         return libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, dead but not yet reaped, counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except (OSError, IndexError):
-        return True
 
 
 def _guard_forkserver() -> None:
@@ -84,7 +70,7 @@ _guard_forkserver()
 def _watch(driver_pid: int, parent_pid: int) -> None:
     while True:
         time.sleep(0.5)
-        if os.getppid() != parent_pid or not _alive(driver_pid):
+        if os.getppid() != parent_pid or not pid_alive(driver_pid):
             os._exit(1)
 
 
@@ -98,7 +84,7 @@ def init_worker(driver_pid: int) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     parent = os.getppid()
     _set_pdeathsig()
-    if not _alive(driver_pid):
+    if not pid_alive(driver_pid):
         os._exit(1)
     threading.Thread(
         target=_watch, args=(driver_pid, parent), name="fabricsim-watchdog", daemon=True

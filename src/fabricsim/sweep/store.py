@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from fabricsim.errors import ConfigError
-from fabricsim.metrics.outdir import MARKER, _pid_alive
+from fabricsim.metrics.outdir import MARKER, pid_alive
 from fabricsim.metrics.results import dumps_json
 from fabricsim.sweep.plan import SweepPlan, SweepPoint
 
@@ -100,7 +100,7 @@ def remove_stale_temporaries(out: Path) -> None:
     """Delete half-written points and tables left by a killed sweep (their process is gone)."""
 
     def dead(text: str) -> bool:
-        return text.isdigit() and not _pid_alive(int(text))
+        return text.isdigit() and not pid_alive(int(text))
 
     with contextlib.suppress(OSError):
         for entry in (out / POINTS).iterdir():
