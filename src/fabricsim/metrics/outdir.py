@@ -81,6 +81,16 @@ def output_kind(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
+def _path_text(path: str | os.PathLike[str] | None, option: str, what: str) -> str:
+    """The path as text; empty or NUL-containing paths refused (one line naming ``option``)."""
+    raw = "" if path is None else os.fspath(path)
+    if not raw.strip():
+        raise _fail(option, "", f"empty path; name an output {what}")
+    if "\x00" in raw:
+        raise _fail(option, repr(raw), "the path contains a NUL byte")
+    return raw
+
+
 def _fail(option: str, raw: str, why: str) -> ConfigError:
     return ConfigError(f"{option} {raw}: {why}" if raw else f"{option}: {why}")
 
@@ -134,11 +144,7 @@ def check_out_dir(
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS} (got {kind!r})")
-    raw = "" if path is None else os.fspath(path)
-    if not raw.strip():
-        raise _fail(option, "", "empty path; name an output directory")
-    if "\x00" in raw:
-        raise _fail(option, repr(raw), "the path contains a NUL byte")
+    raw = _path_text(path, option, "directory")
     try:
         return _check(raw, kind, option)
     except OSError as exc:  # ENAMETOOLONG, ELOOP, EACCES on a component, ...
@@ -207,11 +213,7 @@ def check_out_file(path: str | os.PathLike[str] | None, *, option: str = "--out"
     Path
         The absolute file path.
     """
-    raw = "" if path is None else os.fspath(path)
-    if not raw.strip():
-        raise _fail(option, "", "empty path; name an output file")
-    if "\x00" in raw:
-        raise _fail(option, repr(raw), "the path contains a NUL byte")
+    raw = _path_text(path, option, "file")
     try:
         target = Path(os.path.abspath(raw))
         if raw.endswith(("/", os.sep)) or target.is_dir():
