@@ -69,8 +69,9 @@ def digest(files: dict[str, str]) -> dict[str, str]:
     return {k: hashlib.sha256(v.encode()).hexdigest()[:20] for k, v in sorted(files.items())}
 
 
-def write_all() -> None:
-    for name in RUNS:
+def write_all(names: list[str] | None = None) -> None:
+    """Rewrite the stored outputs of ``names`` (default: every run)."""
+    for name in names or RUNS:
         files = canonical(name)
         folder = GOLDEN / name
         folder.mkdir(parents=True, exist_ok=True)
@@ -85,4 +86,4 @@ def write_all() -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
-    write_all()
+    write_all(sys.argv[1:])

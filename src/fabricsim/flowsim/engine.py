@@ -199,7 +199,7 @@ class FlowEngine:
 
     def _latency(self, paths: WeightedPaths | None) -> float:
         links = (path for path, _ in paths or [])
-        return self.fabric.unloaded_latency_s(links, self.mss + self.hdr, degraded=True, worst=True)
+        return self.fabric.unloaded_latency_s(links, self.mss + self.hdr, worst=True)
 
     def _complete(self, slot: int) -> None:
         conn = self.slot_conn[slot]

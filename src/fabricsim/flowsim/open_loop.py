@@ -173,9 +173,7 @@ class OpenLoopEngine:
         uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
         mss, hdr = self.sc.nic.rdma_data_mss, self.sc.nic.header_bytes
         lat = [
-            fab.unloaded_latency_s(
-                fab.paths(int(f.src[i]), int(f.dst[i])), mss + hdr, degraded=False, worst=False
-            )
+            fab.unloaded_latency_s(fab.paths(int(f.src[i]), int(f.dst[i])), mss + hdr, worst=False)
             for i in first
         ]
         return np.asarray(lat)[inv.ravel()]

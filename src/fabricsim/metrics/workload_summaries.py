@@ -96,9 +96,7 @@ def shortest_latency_s(
             seen.add(key)
             lat = min(
                 lat,
-                fabric.unloaded_latency_s(
-                    fabric.paths(s, d), mss + hdr, degraded=False, worst=False
-                ),
+                fabric.unloaded_latency_s(fabric.paths(s, d), mss + hdr, worst=False),
             )
     return 0.0 if math.isinf(lat) else lat
 

@@ -15,15 +15,14 @@ read a label back.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
-from fabricsim.units import S_PER_PS, transmit_ps
+from fabricsim.units import ps_to_s, transmit_ps
 
 HOST, LEAF, SPINE, CORE = 0, 1, 2, 3
 TIER_NAMES = {HOST: "host", LEAF: "leaf", SPINE: "spine", CORE: "core"}
@@ -230,35 +229,49 @@ class Fabric:
     def path_delay_ps(self, path: tuple[int, ...]) -> int:
         return int(sum(int(self.link_delay_ps[link]) for link in path))
 
-    def unloaded_latency_s(
-        self, paths: Iterable[tuple[int, ...]], packet_bytes: int, *, degraded: bool, worst: bool
-    ) -> float:
-        """One packet's unloaded delay over ``paths``, in seconds (0.0 without paths).
+    def unloaded_delay_ps(
+        self, links: Sequence[int], packet_bytes: int, *, first_hop: bool = True
+    ) -> int:
+        """One packet's unloaded delay over ``links``, in integer picoseconds.
 
-        Propagation plus store-and-forward of one ``packet_bytes`` packet on every hop after
-        the first.  ``degraded``: at :attr:`link_rate_bps` (degradation applied), else at
-        :attr:`link_nominal_bps`.  ``worst``: the largest over ``paths``, else the smallest.
+        The one formula of the unloaded delay: every link's propagation plus the packet's
+        serialization at :attr:`link_rate_bps` (degradation applied), each link's
+        serialization truncated to whole picoseconds.  ``first_hop=False`` leaves out the
+        first link's serialization (the flow engine counts a flow's own transmission at its
+        rate; what remains is the pipeline delay of its last packet).
+
+        Examples
+        --------
+        >>> from fabricsim.config.loader import load_scenario
+        >>> from fabricsim.topology import build_fabric
+        >>> fab = build_fabric(load_scenario("ecmp-collision").topology)
+        >>> path = fab.paths(0, fab.num_hosts - 1)[0]
+        >>> fab.unloaded_delay_ps(path, 4184) > fab.unloaded_delay_ps(path, 4184, first_hop=False)
+        True
         """
-        rates, bits = self.link_rate_bps if degraded else self.link_nominal_bps, packet_bytes * 8
-        best = 0.0 if worst else math.inf
-        for path in paths:
-            lat = self.path_delay_ps(path) * S_PER_PS
-            lat += sum(bits / rates[link] for link in path[1:])
-            best = max(best, lat) if worst else min(best, lat)
-        return float(best) if worst or math.isfinite(best) else 0.0
+        total = 0
+        for hop, link in enumerate(links):
+            total += int(self.link_delay_ps[link])
+            if hop or first_hop:
+                rate = max(float(self.link_rate_bps[link]), 1.0)
+                total += int(transmit_ps(packet_bytes, rate))
+        return total
+
+    def unloaded_latency_s(
+        self, paths: Iterable[Sequence[int]], packet_bytes: int, *, worst: bool
+    ) -> float:
+        """The pipeline delay (:meth:`unloaded_delay_ps` without the first hop) over ``paths``.
+
+        ``worst``: the largest over ``paths`` (the last byte of a split flow), else the
+        smallest (a lower bound); seconds, 0.0 without paths.
+        """
+        delays = [self.unloaded_delay_ps(p, packet_bytes, first_hop=False) for p in paths]
+        if not delays:
+            return 0.0
+        return ps_to_s(max(delays) if worst else min(delays))
 
     def unloaded_path_ps(self, links: Iterable[int], packet_bytes: int, *, whole_ps: bool) -> float:
-        """One packet's unloaded delay over ``links`` at nominal rates, in picoseconds.
-
-        Propagation plus serialization on every link.  ``whole_ps``: each link's
-        serialization truncated to whole picoseconds (an ``int`` total), else exact floats.
-        """
-        if whole_ps:
-            return sum(
-                int(self.link_delay_ps[x])
-                + int(transmit_ps(packet_bytes, max(float(self.link_nominal_bps[x]), 1.0)))
-                for x in links
-            )
+        """TEMPORARY (removed once compare's receiver analysis moves): nominal-rate delay."""
         return sum(
             self.link_delay_ps[x] + transmit_ps(packet_bytes, self.link_nominal_bps[x])
             for x in links
@@ -270,5 +283,5 @@ class Fabric:
         paths = self.paths(src, dst) or self.paths(0, 1)
         path = paths[0]
         back = self.paths(dst, src)[0] if self.paths(dst, src) else path
-        there = self.unloaded_path_ps(path, mss_bytes + header_bytes, whole_ps=True)
-        return int(there + self.unloaded_path_ps(back, ack_bytes, whole_ps=True))
+        there = self.unloaded_delay_ps(path, mss_bytes + header_bytes)
+        return there + self.unloaded_delay_ps(back, ack_bytes)
