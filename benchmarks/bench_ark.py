@@ -22,10 +22,10 @@ import numpy as np
 
 import fabricsim
 from fabricsim.config import TopologyConfig
+from fabricsim.experiments.study import qps_sweep
 from fabricsim.lb.ark import RESERVE, ArkController, ArkMessage, PortTable, port_table
 from fabricsim.routing.hashing import PORT_TABLE, switch_hash_int
 from fabricsim.routing.router import Router
-from fabricsim.studies.ark import qps_sweep
 from fabricsim.topology import build_fabric
 
 PAPER_US = {

@@ -16,7 +16,7 @@ import argparse
 import time
 
 import fabricsim
-from fabricsim.compare import method_overrides
+from fabricsim.experiments.methods import method_overrides
 
 TARGET = 1.5
 

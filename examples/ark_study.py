@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fabricsim.studies.ark import default_study
+from fabricsim.cli.run import default_study
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -12,7 +12,8 @@ import argparse
 from pathlib import Path
 
 from fabricsim.config import load_scenario
-from fabricsim.studies.ark import plot_sweep, qps_sweep, sweep_table
+from fabricsim.experiments.study import qps_sweep, sweep_table
+from fabricsim.report.plots import plot_sweep
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -33,7 +33,9 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 import fabricsim
-from fabricsim.compare import compare, format_table, receiver_busy_fraction
+from fabricsim.analysis.links import receiver_busy_fraction
+from fabricsim.experiments.compare import compare, format_table
+from fabricsim.report.plots import compare_figures
 from fabricsim.runner import fabric_of
 
 FAILURES: list[str] = []
@@ -50,7 +52,9 @@ def check(name: str, ok: bool, detail: str) -> None:
 def permutation(seeds: int, workers: int, out: str | None) -> None:
     print(f"1. k = 8 permutation of 2 MB, NSCC, seeds {BASE.seed}..{BASE.seed + seeds - 1}")
     t0 = time.perf_counter()
-    res = compare(BASE, engine="packet", seeds=seeds, workers=workers, out=out)
+    res = compare(
+        BASE, engine="packet", seeds=seeds, workers=workers, out=out, figures=compare_figures
+    )
     print(format_table(res.table))
     print(f"  ({time.perf_counter() - t0:.0f} s)")
     t = res.table.set_index("method")

@@ -29,6 +29,7 @@ import pandas as pd
 
 import fabricsim
 from fabricsim.analysis import moe_incast as mi
+from fabricsim.report.plots import plot_incast
 from fabricsim.runner import fabric_of
 from fabricsim.workloads import generate
 from fabricsim.workloads.chakra import chakra_matrix, send_node, write_trace
@@ -38,7 +39,6 @@ from fabricsim.workloads.moe import (
     remove_intra_server,
     resolve_shape,
     token_matrix,
-    unloaded_latency_s,
 )
 
 FAILED: list[str] = []
@@ -134,7 +134,7 @@ def incast(out: Path) -> None:
         )
         err = float(cmp["err_exact"].abs().max())
         check(f"N={n} exact fluid", err <= 0.01, f"largest |error| vs exact = {err:.2e}")
-        png = mi.plot_incast(tl, n, total, 800e9, out / f"moe_incast_{n}.png")
+        png = plot_incast(tl, n, total, 800e9, out / f"moe_incast_{n}.png")
         print(f"    plot: {png}")
 
 
@@ -252,7 +252,9 @@ def paced_ideal_s(sc: fabricsim.Scenario) -> float:
         for a, b in zip(flows.src, flows.dst, strict=True)
     }
     mss, hdr = sc.nic.rdma_data_mss, sc.nic.header_bytes
-    lat = max(unloaded_latency_s(fab, a, b, mss, hdr) for a, b in pairs.values())
+    lat = max(
+        fab.unloaded_latency_s(fab.paths(a, b), mss + hdr, worst=False) for a, b in pairs.values()
+    )
     return float(flows.meta["moe"]["m_s"]) + lat
 
 

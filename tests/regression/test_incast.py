@@ -3,13 +3,13 @@
 The 32 -> 1 and 127 -> 1 incasts of 2 MB run at full size (k = 8 fat tree, 100 Gbps); the
 trimming / drop-tail contrast and the failures run on a k = 4 fat tree.  Receiver busy = the
 receiver downlink's serialization time over the time from the first possible arrival to the
-last (:func:`fabricsim.compare.receiver_busy_fraction`).
+last (:func:`fabricsim.analysis.links.receiver_busy_fraction`).
 """
 
 import pytest
 
 import fabricsim
-from fabricsim.compare import receiver_busy_fraction
+from fabricsim.analysis.links import receiver_busy_fraction
 from fabricsim.runner import fabric_of
 
 INCAST = fabricsim.load_scenario("incast").with_overrides(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import fabricsim
-from fabricsim.compare import compare
+from fabricsim.experiments.compare import compare
 
 BASE = fabricsim.load_scenario("permutation").with_overrides(
     {"topology.k": 4, "nic.cc": "nscc", "workload.size_bytes": 1_000_000}

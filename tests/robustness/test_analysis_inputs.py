@@ -28,7 +28,8 @@ WALL_S = 20
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory) -> dict[str, Path]:
     """A real run output (with timelines) and a real two-point sweep, made once."""
-    from fabricsim.sweep import plan_sweep, run_sweep
+    from fabricsim.experiments.plan import plan_sweep
+    from fabricsim.experiments.sweep import run_sweep
 
     root = tmp_path_factory.mktemp("outputs")
     sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"records.timelines": True})

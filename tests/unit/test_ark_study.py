@@ -8,16 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fabricsim.analysis.links import spine_grid
 from fabricsim.cli import main
+from fabricsim.cli.run import default_study
 from fabricsim.config import load_scenario
 from fabricsim.errors import ConfigError
-from fabricsim.studies.ark import (
+from fabricsim.experiments.study import (
     comparison,
-    default_study,
     offered_load,
     paired_runs,
     qps_sweep,
-    spine_grid,
     sweep_table,
 )
 
@@ -149,3 +149,23 @@ def test_a_bad_seed_creates_no_study_directory(tmp_path, capsys, monkeypatch):
     with pytest.raises(ConfigError, match="at most"):
         default_study(tmp_path / "s", [], seed=None, quiet=True, seeds=10**9)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_study_plans_and_writes_data_only(tmp_path):
+    from fabricsim.experiments.plan import plan_pairs, plan_qps
+    from fabricsim.experiments.study import run_study
+
+    base = load_scenario("ark").with_overrides({"workload.requests": 20})
+    pairs = plan_pairs(base, [3, 4], ("ecmp", "ark"))
+    assert [s.id for s in pairs] == ["ecmp-seed3", "ark-seed3", "ecmp-seed4", "ark-seed4"]
+    qps = plan_qps(base, [5, 10], [1, 2], ("ecmp", "ark"))
+    assert [(s.params["workload.qps"], s.seed, s.tag) for s in qps[:3]] == [
+        (5.0, 1, "ecmp"), (5.0, 1, "ark"), (5.0, 2, "ecmp"),
+    ]  # fmt: skip
+    assert qps[-1].scenario["workload"]["qps"] == 10.0 and qps[-1].scenario["lb"]["policy"] == "ark"
+    seen = []
+    study = run_study(
+        tmp_path / "s", ["workload.requests=20"], seeds=1, progress=lambda *a: seen.append(a)
+    )
+    assert seen == [(0, 2), (1, 2), (2, 2)] and study.seeds == [1]
+    assert not list((tmp_path / "s").glob("*.png")) and (tmp_path / "s" / "study.json").exists()

@@ -6,20 +6,13 @@ import pandas as pd
 import pytest
 
 import fabricsim
+from fabricsim.analysis.links import step_windows, uplink_utilization, uplinks
 from fabricsim.cli import main
-from fabricsim.compare import (
-    DEFAULT_METHODS,
-    FLOW_METHODS,
-    PACKET_METHODS,
-    compare,
-    format_table,
-    method_overrides,
-    step_windows,
-    uplink_utilization,
-    uplinks,
-)
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.compare import compare, format_table
+from fabricsim.experiments.methods import DEFAULT_METHODS, compare_methods, method_overrides
 from fabricsim.metrics.results import Result
+from fabricsim.report.plots import compare_figures
 from fabricsim.runner import fabric_of
 
 TINY = {
@@ -50,8 +43,8 @@ def test_method_overrides():
         method_overrides("adaptive", "flow", 1)
     with pytest.raises(ConfigError, match="--methods"):
         method_overrides("ideal_spray", "packet", 1)
-    assert set(DEFAULT_METHODS["packet"]) <= set(PACKET_METHODS)
-    assert set(DEFAULT_METHODS["flow"]) == set(FLOW_METHODS)
+    assert set(DEFAULT_METHODS["packet"]) <= set(compare_methods("packet"))
+    assert set(DEFAULT_METHODS["flow"]) == set(compare_methods("flow"))
 
 
 def test_bad_arguments():
@@ -101,7 +94,10 @@ def test_uplink_utilization_from_both_timeline_kinds():
 
 
 def test_compare_on_the_packet_engine_writes_every_run(tmp_path):
-    res = compare(TINY, engine="packet", seeds=2, out=tmp_path, methods=["ecmp", "spray"])
+    res = compare(
+        TINY, engine="packet", seeds=2, out=tmp_path, methods=["ecmp", "spray"],
+        figures=compare_figures,
+    )  # fmt: skip
     t = res.table.set_index("method")
     assert list(t.index) == ["ecmp", "spray"] and (t["runs"] == 2).all()
     assert (t["completed"] == 16).all() and (t["flows"] == 16).all()
@@ -172,7 +168,7 @@ def test_bad_values_are_refused_before_anything_runs(tmp_path, kwargs, needle):
 def test_compare_replaces_its_previous_output_whole(tmp_path):
     out = tmp_path / "c"
     compare(TINY_FLOW, engine="flow", out=out, methods=["ecmp", "pinned"])
-    compare(TINY_FLOW, engine="flow", out=out, methods=["ideal_spray"])
+    compare(TINY_FLOW, engine="flow", out=out, methods=["ideal_spray"], figures=compare_figures)
     assert {p.name for p in out.iterdir()} == {
         ".fabricsim", "ideal_spray", "compare.csv", "runs.csv", "compare.png"
     }  # fmt: skip
@@ -185,16 +181,16 @@ def test_compare_replaces_its_previous_output_whole(tmp_path):
 
 
 def test_a_failing_run_leaves_no_partial_comparison(tmp_path, monkeypatch):
-    import fabricsim.compare as cmp
+    import fabricsim.experiments.compare as cmp
 
     real = cmp._run_one
     calls = []
 
-    def failing(job):
-        calls.append(job[2])
+    def failing(task):
+        calls.append(task["tag"])
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(job)
+        return real(task)
 
     monkeypatch.setattr(cmp, "_run_one", failing)
     with pytest.raises(KeyboardInterrupt):
@@ -209,3 +205,20 @@ def test_compare_in_worker_processes_matches_serial(tmp_path):
     )
     pd.testing.assert_frame_equal(serial.table, pooled.table)
     assert (tmp_path / "c" / "pinned" / "seed-4" / "summary.json").exists()
+
+
+def test_the_plan_and_an_output_without_figures(tmp_path):
+    from fabricsim.experiments.plan import plan_methods
+
+    sc = fabricsim.load_scenario(TINY_FLOW)
+    specs = plan_methods(sc, "flow", ["pinned", "ecmp"], 2)
+    assert [(s.id, s.tag, s.seed, s.index) for s in specs] == [
+        ("pinned/seed-4", "pinned", 4, 0), ("pinned/seed-5", "pinned", 5, 1),
+        ("ecmp/seed-4", "ecmp", 4, 2), ("ecmp/seed-5", "ecmp", 5, 3),
+    ]  # fmt: skip
+    assert specs[0].scenario["lb"]["policy"] == "pinned" and specs[1].scenario["seed"] == 5
+    assert specs[0].scenario["records"]["timelines"] is True
+    compare(TINY_FLOW, engine="flow", out=tmp_path / "c", methods=["ecmp"])  # experiments: data
+    assert {p.name for p in (tmp_path / "c").iterdir()} == {
+        ".fabricsim", "ecmp", "compare.csv", "runs.csv"
+    }  # fmt: skip

@@ -12,9 +12,10 @@ import pytest
 
 import fabricsim
 from fabricsim.cli import main
+from fabricsim.experiments.plan import plan_sweep
+from fabricsim.experiments.sweep import run_sweep
 from fabricsim.report import SECTION_IDS, write_report
 from fabricsim.report.browser import check_page, find_browser
-from fabricsim.sweep import plan_sweep, run_sweep
 
 RUN_SECTIONS = ["summary", "fct-cdf", "fct-percentiles", "spine-heatmap", "link-timelines",
                 "diagnostics", "config"]  # fmt: skip
@@ -180,3 +181,13 @@ def test_report_replaces_figures_whole(run_dir: Path, tmp_path: Path) -> None:
     names = {p.name for p in (d / "figures").iterdir()}
     assert names == {"fct-cdf.png", "spine-heatmap.png", "link-timelines.png"}
     assert not [p.name for p in d.iterdir() if p.name.startswith(".figures")]
+
+
+def test_the_command_line_imports_no_matplotlib():
+    """The report modules draw lazily: start-up (every verb, --help) does not load matplotlib."""
+    import subprocess
+    import sys
+
+    code = "import sys, fabricsim.cli; print(sorted(m for m in sys.modules if 'matplotlib' in m))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -15,7 +15,9 @@ import pytest
 
 import fabricsim
 from fabricsim.cli import main
-from fabricsim.sweep import MANIFEST, POINT_FILE, TABLE, parse_axis, plan_sweep, run_sweep
+from fabricsim.experiments.plan import parse_axis, plan_sweep
+from fabricsim.experiments.sweep import run_sweep
+from fabricsim.experiments.sweep_store import MANIFEST, POINT_FILE, TABLE
 
 FAST = ["topology.spines=4,8"]  # ecmp-collision points take ~10 ms each
 
@@ -216,7 +218,7 @@ def test_a_server_that_is_not_dask_is_one_line_exit_2(tmp_path: Path, capsys) ->
 
 
 def _outcome(failed: dict[str, str], refused=(), lost=(), total: int = 4):
-    from fabricsim.sweep import SweepOutcome
+    from fabricsim.experiments.sweep import SweepOutcome
 
     table = pd.DataFrame({"point": [f"p{i:04d}" for i in range(total)]})
     return SweepOutcome(Path("s"), [], [], failed, table, refused=frozenset(refused),
@@ -225,7 +227,7 @@ def _outcome(failed: dict[str, str], refused=(), lost=(), total: int = 4):
 
 def test_failure_error_says_retry_only_when_a_worker_was_lost() -> None:
     from fabricsim.errors import ConfigError, FabricsimError
-    from fabricsim.sweep import failure_error
+    from fabricsim.experiments.sweep import failure_error
 
     assert failure_error(_outcome({})) is None
     refused = failure_error(_outcome({"p0001": "workload.path: file not found"}, refused={"p0001"}))
@@ -248,7 +250,7 @@ def test_failure_error_says_retry_only_when_a_worker_was_lost() -> None:
 
 def test_a_sweep_too_large_is_refused_before_any_point_is_built() -> None:
     from fabricsim.errors import ConfigError
-    from fabricsim.sweep.plan import MAX_POINTS
+    from fabricsim.experiments.plan import MAX_POINTS
 
     t0 = time.perf_counter()
     with pytest.raises(ConfigError, match="--seeds: at most"):
@@ -269,7 +271,7 @@ def test_bad_connect_timeouts_are_refused(timeout: float, tmp_path: Path) -> Non
 
 
 def _interrupt_at_store(monkeypatch, after: int) -> None:
-    import fabricsim.sweep.run as sweep_run
+    import fabricsim.experiments.sweep as sweep_run
 
     real = sweep_run.store_point
     calls = []

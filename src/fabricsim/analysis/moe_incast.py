@@ -30,6 +30,8 @@ at rate 1.  At ``T`` (every sender done) ``Q_j(T) = max(0, N T / (alpha j) - T)`
 paper's integral loses half the j = 1 term and ``H_N`` by ``ln N`` adds more error; the
 continuum form with both fixed is ``(N T / alpha)(ln(N / alpha) + gamma - 1)``.
 
+The figure of the simulation against these forms: :func:`fabricsim.report.plots.plot_incast`.
+
 Examples
 --------
 >>> round(paper_backlog_at_end(64, 1.0) / 64, 4), round(exact_backlog_at_end(64, 1.0) / 64, 4)
@@ -39,7 +41,6 @@ Examples
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -238,63 +239,3 @@ def compare(
     for col in ("paper", "exact", "corrected"):
         df[f"err_{col}"] = (df["measured"] - df[col].astype(float)) / df[col].astype(float)
     return df
-
-
-def plot_incast(
-    timeline: pd.DataFrame, n: int, total_bytes: float, rate_bps: float, path: str | Path
-) -> Path:
-    """PNG: active destinations, hot arrival rate and total backlog over time — simulation
-    against the paper's forms and the exact fluid solution."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    t_end = total_bytes * 8 / rate_bps
-    tl = timeline[timeline["time_s"] <= t_end * 1.0000001]
-    x = tl["time_s"].to_numpy() / t_end
-    grid = np.linspace(0, 1, 400)
-    u = grid * total_bytes
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    panels = (
-        (
-            "active destinations per sender",
-            tl["mean_active_destinations"],
-            paper_active_destinations(u, n, total_bytes),
-            exact_active_destinations(u, n, total_bytes),
-            True,
-        ),
-        (
-            "hot receiver arrival rate / line rate",
-            tl["hot_arrival_norm"],
-            paper_hot_arrival_rate(u, n, total_bytes),
-            exact_hot_arrival_rate(u, n, total_bytes),
-            True,
-        ),
-        (
-            "total backlog, bytes",
-            tl["backlog_bytes"],
-            None,
-            exact_backlog(u, n, total_bytes),
-            False,
-        ),
-    )
-    for ax, (title, sim, paper, exact, log) in zip(axes, panels, strict=True):
-        if log:
-            ax.step(x, sim, where="post", label="simulation (open loop)", lw=2.5, alpha=0.6)
-            ax.set_ylim(0.5, 2.0 * n)
-        else:
-            ax.plot(x, sim, label="simulation (open loop)", lw=2.5, alpha=0.6)
-        ax.plot(grid, exact, "k--", lw=1, label="exact fluid")
-        if paper is not None:
-            ax.plot(grid, paper, "r:", lw=1.5, label="paper")
-        else:
-            ax.plot([1.0], [paper_backlog_at_end(n, total_bytes)], "r*", ms=10, label="paper Q(T)")
-        ax.set(title=title, xlabel="t / T", yscale="log" if log else "linear")
-        ax.legend(fontsize=8)
-    fig.suptitle(f"MoE exponential incast, pure Zipf, N = {n}, round robin")
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out

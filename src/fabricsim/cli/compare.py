@@ -1,20 +1,29 @@
-"""The ``compare`` verb: every load-balancing method on one fabric (fabricsim.compare)."""
+"""The ``compare`` verb: every load-balancing method on one fabric (experiments/compare.py)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from fabricsim.cli.app import EngineOpt, QuietOpt, ScenarioArg, SetOpt, app
 from fabricsim.cli.common import engine_option
-from fabricsim.compare import compare as run_compare
-from fabricsim.compare import format_table, print_progress
 from fabricsim.config.loader import load_scenario, parse_set_options
+from fabricsim.experiments.backend import check_workers
+from fabricsim.experiments.compare import compare as run_compare
+from fabricsim.experiments.compare import format_table
 from fabricsim.metrics.outdir import check_out_dir
-from fabricsim.sweep.backends import check_workers
+from fabricsim.report.plots import compare_figures
+
+
+def print_progress(row: dict[str, Any]) -> None:
+    """One line per finished run on stderr (the progress on a terminal)."""
+    print(
+        f"  {row['method']:<12} seed {row['seed']}: mean FCT {row['fct_mean_us']:.1f} us",
+        file=sys.stderr,
+    )
 
 
 @app.command()
@@ -51,6 +60,7 @@ def compare(
         methods=chosen,
         workers=workers,
         progress=print_progress if not quiet and sys.stderr.isatty() else None,
+        figures=compare_figures,
     )
     if not quiet:
         typer.echo(format_table(result.table))

@@ -1,21 +1,31 @@
-"""The ``run`` verb: one scenario, or with no SCENARIO the default ARK KV-cache study."""
+"""The ``run`` verb: one scenario, or with no SCENARIO the default ARK KV-cache study.
+
+The study itself is :func:`fabricsim.experiments.study.run_study`; :func:`default_study` adds
+what the command shows: its figures, a progress bar on a terminal and the side-by-side table.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
+import numpy as np
+import pandas as pd
 import typer
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
 import fabricsim
 from fabricsim.cli.app import EngineOpt, QuietOpt, SetOpt, app
 from fabricsim.cli.common import engine_option, out_path, scenario_from_options
+from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.study import LABELS, run_study
 from fabricsim.metrics.outdir import check_out_dir
-from fabricsim.studies.ark import default_study
+from fabricsim.report.plots import study_figures
 
 
 def _is_tty(quiet: bool) -> bool:
@@ -31,6 +41,87 @@ def _print_summary(summary: dict[str, Any]) -> None:
             continue
         table.add_row(key, f"{value:.6g}" if isinstance(value, float) else str(value))
     Console().print(table)
+
+
+class _StudyBar:
+    """The study's progress bar (transient, on a terminal): a ``progress(done, total)``."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.progress = Progress(transient=True) if enabled else None
+        self.task: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.progress is None:
+            return
+        if self.task is None:
+            self.progress.start()
+            self.task = self.progress.add_task("ARK study", total=total)
+        self.progress.update(self.task, completed=done)
+        if done >= total:  # the runs are done: the bar goes before anything is written
+            self.stop()
+
+    def stop(self) -> None:
+        if self.progress is not None and self.task is not None:
+            self.progress.stop()
+        self.progress = None
+
+
+def _print_study(frame: pd.DataFrame, seeds: list[int], sc: Scenario) -> None:
+    """The side-by-side table of the study (rich)."""
+    table = Table(
+        title=f"ARK vs ECMP: {sc.workload.requests} requests at QPS {sc.workload.qps:g}, "  # type: ignore[union-attr]
+        f"seeds {', '.join(map(str, seeds))} (mean over seeds)"
+    )
+    table.add_column("metric")
+    for name in frame.columns:
+        table.add_column("ARK vs ECMP" if name == "change_pct" else name.upper(), justify="right")
+    for key, row in frame.iterrows():
+        label = LABELS.get(str(key), str(key).replace("_", " "))
+        cells = []
+        for col, value in row.items():
+            if not np.isfinite(value):
+                cells.append("-")
+            elif col == "change_pct":
+                cells.append(f"{value:+.1f} %")
+            elif str(key).startswith(("peak", "ark_")):
+                cells.append(f"{value:.1f}")
+            else:
+                cells.append(f"{value:.3f}")
+        table.add_row(label, *cells)
+    Console().print(table)
+
+
+def default_study(
+    out: Path,
+    sets: list[str],
+    seed: int | None,
+    quiet: bool,
+    seeds: int | Sequence[int] | None = None,
+) -> None:
+    """The default study as ``fabricsim run`` runs it: runs, tables, figures and the table.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        Output directory: what :func:`~fabricsim.experiments.study.run_study` writes, and
+        ``fct_ttft.png`` (CDFs) and ``spine_heatmap.png`` (first seed, as Fig. 3).
+    sets : list of str
+        ``KEY=VALUE`` overrides of the scenario (not ``lb.policy``).
+    seed : int or None
+        First seed (default 1).
+    quiet : bool
+        Print nothing.
+    seeds : int or sequence of int, optional
+        How many consecutive seeds (default 3), or the seeds themselves.
+    """
+    bar = _StudyBar(not quiet and sys.stdout.isatty())
+    try:
+        study = run_study(out, sets, seed, seeds, figures=study_figures, progress=bar)
+    finally:
+        bar.stop()
+    if not quiet:
+        _print_study(study.table, study.seeds, study.scenario)
+        print(f"wrote {out}/ (runs, comparison.csv, study.json, plots)")
 
 
 @app.command()

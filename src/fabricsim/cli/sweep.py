@@ -1,4 +1,4 @@
-"""The ``sweep`` verb: a scenario over a parameter grid x seeds (fabricsim.sweep)."""
+"""The ``sweep`` verb: a scenario over a parameter grid x seeds (experiments/sweep.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import typer
 from fabricsim.cli.app import EngineOpt, QuietOpt, ScenarioArg, SetOpt, app
 from fabricsim.cli.common import engine_option
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.backend import check_timeout, check_workers
+from fabricsim.experiments.plan import plan_sweep
+from fabricsim.experiments.sweep import describe, failure_error, run_sweep
 from fabricsim.metrics.outdir import check_out_dir
-from fabricsim.sweep import describe, failure_error, plan_sweep, run_sweep
-from fabricsim.sweep.backends import check_timeout, check_workers
 
 ListOpt = list[str] | None
 

@@ -1,14 +1,20 @@
-"""Report figures as PNG bytes (matplotlib's Agg canvas; no pyplot, no global state)."""
+"""Report figures as PNG bytes (matplotlib's Agg canvas; no pyplot, no global state).
+
+matplotlib is imported when the first figure is drawn (:func:`_figure`), not with this module:
+the command line imports :mod:`fabricsim.report` at start-up.
+"""
 
 from __future__ import annotations
 
 import io
 import re
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "bars_png",
@@ -21,7 +27,16 @@ __all__ = [
 _DPI = 100
 
 
+def _figure(**kwargs: Any) -> Figure:
+    """A new matplotlib Figure (matplotlib imported here, on first use)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
+
+
 def _png(fig: Figure) -> bytes:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None})
@@ -30,7 +45,7 @@ def _png(fig: Figure) -> bytes:
 
 def cdf_png(samples: dict[str, np.ndarray], xlabel: str) -> bytes:
     """Empirical CDFs, one line per label (a log x axis when the values span > 2 decades)."""
-    fig = Figure(figsize=(7, 4), layout="constrained")
+    fig = _figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
     lows, highs = [], []
     for label, values in samples.items():
@@ -54,7 +69,7 @@ def vs_load_png(
     table: pd.DataFrame, load: str, metrics: list[str], group: str | None, ylabel: str
 ) -> bytes:
     """Metrics against the load key: mean over seeds, min-max band; one line per group."""
-    fig = Figure(figsize=(4.2 * len(metrics), 3.6), layout="constrained")
+    fig = _figure(figsize=(4.2 * len(metrics), 3.6), layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     groups = [(None, table)] if group is None else list(table.groupby(group, sort=False))
     for ax, metric in zip(axes, metrics, strict=True):
@@ -82,7 +97,7 @@ def spine_heatmap_png(spines: pd.DataFrame) -> bytes:
     times = wide.columns.to_numpy(dtype=float)
     step = np.diff(times).min() if len(times) > 1 else 1e-6
     edges = np.append(times, times[-1] + step)
-    fig = Figure(figsize=(9, 0.35 * len(order) + 1.6), layout="constrained")
+    fig = _figure(figsize=(9, 0.35 * len(order) + 1.6), layout="constrained")
     ax = fig.add_subplot()
     mesh = ax.pcolormesh(edges, np.arange(len(order) + 1), wide.to_numpy(), cmap="viridis")
     ax.set_yticks(np.arange(len(order)) + 0.5, labels=order, fontsize="small")
@@ -93,7 +108,7 @@ def spine_heatmap_png(spines: pd.DataFrame) -> bytes:
 
 def link_timelines_png(links: pd.DataFrame, names: list[str]) -> bytes:
     """Utilization and queue bytes over time of the named links (step plots)."""
-    fig = Figure(figsize=(9, 6), layout="constrained")
+    fig = _figure(figsize=(9, 6), layout="constrained")
     ax_u, ax_q = fig.subplots(2, 1, sharex=True)
     for name in names:
         sub = links[links["link"] == name].sort_values("time_s", kind="stable")
@@ -111,7 +126,7 @@ def link_timelines_png(links: pd.DataFrame, names: list[str]) -> bytes:
 
 def bars_png(values: dict[str, float], ylabel: str, reference: float | None = None) -> bytes:
     """One bar per label (e.g. CCT inflation per policy), with an optional reference line."""
-    fig = Figure(figsize=(max(4.0, 0.8 * len(values) + 2), 3.6), layout="constrained")
+    fig = _figure(figsize=(max(4.0, 0.8 * len(values) + 2), 3.6), layout="constrained")
     ax = fig.add_subplot()
     labels = list(values)
     ax.bar(range(len(labels)), [values[k] for k in labels], color="tab:blue")

@@ -13,6 +13,7 @@ import pandas as pd
 from fabricsim.analysis import run_files
 from fabricsim.analysis.diagnostics import diagnose
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.sweep_store import MANIFEST, POINT_FILE, TABLE, aggregate
 from fabricsim.report import figures
 from fabricsim.report.html import Section, dict_table
 from fabricsim.report.run_page import (
@@ -26,8 +27,6 @@ from fabricsim.report.run_page import (
     read_table,
     spine_section,
 )
-from fabricsim.sweep import TABLE, aggregate
-from fabricsim.sweep.store import MANIFEST, POINT_FILE
 
 #: keys read as "the load" of a sweep, in order of preference
 LOAD_KEYS = ("workload.qps", "workload.requests", "workload.size_bytes", "workload.senders")

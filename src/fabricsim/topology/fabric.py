@@ -270,13 +270,6 @@ class Fabric:
             return 0.0
         return ps_to_s(max(delays) if worst else min(delays))
 
-    def unloaded_path_ps(self, links: Iterable[int], packet_bytes: int, *, whole_ps: bool) -> float:
-        """TEMPORARY (removed once compare's receiver analysis moves): nominal-rate delay."""
-        return sum(
-            self.link_delay_ps[x] + transmit_ps(packet_bytes, self.link_nominal_bps[x])
-            for x in links
-        )
-
     def unloaded_rtt_ps(self, mss_bytes: int, header_bytes: int, ack_bytes: int = 88) -> int:
         """Round trip of one full packet over the longest host-to-host path, and its ACK back."""
         src, dst = 0, self.num_hosts - 1

@@ -1,4 +1,42 @@
-"""Running a sweep: the per-point worker function and the driver loop."""
+"""Parameter sweeps: grid and zipped parameter sets × seeds, on a local pool or a Dask cluster.
+
+Planned by :func:`fabricsim.experiments.plan.plan_sweep`, run by :func:`run_sweep`; the
+directory is :mod:`fabricsim.experiments.sweep_store`.
+
+A sweep directory holds::
+
+    DIR/.fabricsim             the output marker ({"kind": "sweep"}, fabricsim.metrics.outdir)
+    DIR/manifest.json          the sweep's spec and its points, in row order
+    DIR/points/<id>/           each point's run output (summary.json, flows.parquet, ...)
+    DIR/points/<id>/point.json the point's parameters, seed and summary (written last)
+    DIR/sweep.parquet          every point's parameters and summary, in row order
+
+Points are ordered grid-major (the first ``--grid`` key varies slowest, the zipped keys
+together form the last axis), then by seed.  Every file is written atomically (a temporary
+file and :func:`os.replace`), and ``point.json`` is written after the point's run output, so
+a sweep killed at any moment resumes by running only the points without one.  A point's
+directory appears whole (written under ``points/.tmp-*`` and renamed), a directory that holds
+anything but the same sweep is refused, and a fresh sweep interrupted before any point
+finished (or whose every point was refused as bad input) leaves no directory.
+
+Local workers die with the driver, however it ends (Ctrl-C, SIGTERM, SIGKILL): they ignore
+SIGINT, and on Linux the kernel kills them (PDEATHSIG) when their forkserver dies, which it
+does when the driver dies; elsewhere a watchdog thread ends them.  On Ctrl-C or SIGTERM the
+driver cancels the queued points and terminates the workers before it exits (code 130).
+
+Workers run :func:`run_point`, which takes a plain dict and returns the point's summary and
+output files as bytes; only the driver writes to ``DIR``.  The same submit / as-completed code
+path drives a local :class:`~concurrent.futures.ProcessPoolExecutor` or a Dask distributed
+client, and the workers of a remote cluster need no shared filesystem.
+
+Examples
+--------
+>>> from fabricsim.experiments.plan import plan_sweep
+>>> plan = plan_sweep("ecmp-collision", grid=["topology.spines=4,8"], seeds=2)
+>>> [(p.id, p.params, p.seed) for p in plan.points]  # doctest: +NORMALIZE_WHITESPACE
+[('p0000', {'topology.spines': 4}, 1), ('p0001', {'topology.spines': 4}, 2),
+ ('p0002', {'topology.spines': 8}, 1), ('p0003', {'topology.spines': 8}, 2)]
+"""
 
 from __future__ import annotations
 
@@ -14,18 +52,16 @@ import pandas as pd
 
 from fabricsim.config.loader import effective_scenario
 from fabricsim.errors import ConfigError, FabricsimError
-from fabricsim.metrics.outdir import MARKER, check_out_dir, make_sweep_dir
-from fabricsim.metrics.results import atomic_write, write_parquet
-from fabricsim.runner import run
-from fabricsim.sweep.backends import (
+from fabricsim.experiments.backend import (
     check_timeout,
     check_workers,
     open_backend,
-    signals_deferred,
     sigterm_as_interrupt,
 )
-from fabricsim.sweep.plan import SweepPlan, SweepPoint
-from fabricsim.sweep.store import (
+from fabricsim.experiments.plan import RunSpec, SweepPlan
+from fabricsim.experiments.runner import run
+from fabricsim.experiments.runs import completed
+from fabricsim.experiments.sweep_store import (
     MANIFEST,
     POINTS,
     TABLE,
@@ -37,6 +73,8 @@ from fabricsim.sweep.store import (
     remove_stale_temporaries,
     store_point,
 )
+from fabricsim.metrics.outdir import MARKER, check_out_dir, make_sweep_dir
+from fabricsim.metrics.results import atomic_write, write_parquet
 
 
 def run_point(task: dict[str, Any]) -> dict[str, Any]:
@@ -187,7 +225,7 @@ def _check_run_args(
 def _run_todo(
     plan: SweepPlan,
     out: Path,
-    todo: list[SweepPoint],
+    todo: list[RunSpec],
     manifest: dict[str, Any],
     wall0: float,
     where: tuple[int | None, str | None, float],
@@ -244,7 +282,7 @@ def _run_todo(
 def _drive(
     backend: Any,
     plan: SweepPlan,
-    todo: list[SweepPoint],
+    todo: list[RunSpec],
     out: Path,
     progress: bool,
     ran: list[str],
@@ -255,15 +293,9 @@ def _drive(
     """Submit every point and store results as they complete; cancel everything on any error."""
     bar = _Bar(len(todo), progress)
     try:
-        with signals_deferred():  # every worker started is known to the pool, so stoppable
-            futures = {
-                backend.submit(
-                    run_point, {"id": p.id, "scenario": p.scenario, "engine": plan.engine}
-                ): p
-                for p in todo
-            }
-        for fut in backend.as_completed(list(futures)):
-            point = futures[fut]
+        tasks = [p.task(engine=plan.engine) for p in todo]
+        for i, fut in completed(backend, run_point, tasks):
+            point = todo[i]
             try:
                 result = fut.result()
             except Exception as exc:  # noqa: BLE001 - the worker died or the task was lost

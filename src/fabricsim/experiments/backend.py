@@ -1,7 +1,9 @@
-"""Where points run: a local process pool or a Dask distributed client, one interface.
+"""Where runs go: a local process pool or a Dask distributed client, one interface.
 
-Both offer ``submit(fn, arg)`` returning a future with ``result()``, ``as_completed(futures)``
-and ``close(cancel)``, so :func:`fabricsim.sweep.run_sweep` has a single code path.
+Both offer ``submit(fn, task)`` returning a future with ``result()``, ``as_completed(futures)``
+and ``close(cancel)``, so :mod:`fabricsim.experiments.runs` has a single code path for a sweep,
+a comparison and the ARK study.  Local workers die with the driver however it ends (see
+:func:`worker_pool`); the helpers below defer and translate the signals around a pool.
 """
 
 from __future__ import annotations
@@ -28,7 +30,12 @@ MAX_WORKERS = max(256, 4 * (os.cpu_count() or 1))
 """Most local worker processes one command may start."""
 
 _DRIVER_ENV = "FABRICSIM_POOL_DRIVER_PID"
-_PRELOAD = ["fabricsim.sweep.run", "fabricsim.compare"]
+# the modules of the workers' task functions, imported once by the forkserver
+_PRELOAD = [
+    "fabricsim.experiments.sweep",
+    "fabricsim.experiments.compare",
+    "fabricsim.experiments.study",
+]
 _PR_SET_PDEATHSIG = 1
 
 
@@ -236,7 +243,7 @@ def check_timeout(timeout_s: float, option: str = "--connect-timeout") -> None:
 
 
 class _LocalBackend:
-    """Points in worker processes on this machine."""
+    """Tasks in worker processes on this machine."""
 
     def __init__(self, workers: int) -> None:
         self.pool = worker_pool(workers)
@@ -344,7 +351,7 @@ def _silence_client_finalizers() -> None:
 
 
 class _DaskBackend:
-    """Points as tasks on a Dask distributed cluster."""
+    """Tasks on a Dask distributed cluster (``task["id"]`` names each one)."""
 
     def __init__(self, address: str, timeout_s: float) -> None:
         try:
@@ -385,7 +392,7 @@ def open_backend(
 ):
     """A local process pool (``workers``) or a Dask client (``scheduler``); not both.
 
-    ``limit`` caps the local pool (no more processes than points to run).
+    ``limit`` caps the local pool (no more processes than tasks to run).
     """
     if workers is not None and scheduler is not None:
         raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")

@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.plan import RunSpec, SweepPlan
 from fabricsim.metrics.outdir import MARKER, pid_alive
 from fabricsim.metrics.results import dumps_json
-from fabricsim.sweep.plan import SweepPlan, SweepPoint
 
 MANIFEST = "manifest.json"
 POINT_FILE = "point.json"
@@ -60,7 +60,7 @@ def check_manifest(out: Path, manifest: dict[str, Any]) -> None:
         )
 
 
-def point_done(out: Path, point: SweepPoint) -> bool:
+def point_done(out: Path, point: RunSpec) -> bool:
     path = out / POINTS / point.id / POINT_FILE
     try:
         data = json.loads(path.read_text())
@@ -69,7 +69,7 @@ def point_done(out: Path, point: SweepPoint) -> bool:
     return data.get("config_hash") == point.config_hash and "summary" in data
 
 
-def store_point(out: Path, point: SweepPoint, result: dict[str, Any]) -> None:
+def store_point(out: Path, point: RunSpec, result: dict[str, Any]) -> None:
     """Write a finished point: its files and ``point.json`` in a temporary directory, renamed
     into place at once (an interrupted store leaves no half-written point)."""
     points = out / POINTS

@@ -1,16 +1,33 @@
-"""Sweep planning: parse ``--grid``/``--zip`` axes, validate every point, order the rows."""
+"""The one planner of the experiments: every run as a :class:`RunSpec`.
+
+A plan is a list of run specs (scenario dict, engine, seed, tag, the varied parameters), each
+validated (and checked against its engine) before anything runs:
+
+* :func:`plan_sweep`: ``--grid`` / ``--zip`` axes x seeds (``fabricsim sweep``);
+* :func:`plan_methods`: load-balancing methods x seeds (``fabricsim compare``);
+* :func:`plan_pairs` and :func:`plan_qps`: the ARK study's policies x seeds, and policies x
+  request rates x seeds (:mod:`fabricsim.experiments.study`).
+
+Examples
+--------
+>>> sc = load_scenario("ecmp-collision")
+>>> [(s.id, s.tag, s.seed) for s in plan_methods(sc, "flow", ["ecmp", "pinned"], 2)]
+[('ecmp/seed-1', 'ecmp', 1), ('ecmp/seed-2', 'ecmp', 2), ('pinned/seed-1', 'pinned', 1), ('pinned/seed-2', 'pinned', 2)]
+"""
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabricsim.config.loader import load_scenario, parse_set_options
+from fabricsim.config.loader import effective_scenario, load_scenario, parse_set_options
+from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
-from fabricsim.runner import check_engine
+from fabricsim.experiments.methods import method_overrides
+from fabricsim.experiments.runner import check_engine
 
 _VERSION = 1
 MAX_POINTS = 100_000
@@ -18,15 +35,46 @@ MAX_POINTS = 100_000
 
 
 @dataclass(frozen=True)
-class SweepPoint:
-    """One run of a sweep: its id, row index, parameter values, seed and effective scenario."""
+class RunSpec:
+    """One run of an experiment.
+
+    Attributes
+    ----------
+    id : str
+        The run's name in its experiment, unique: a sweep point's id (``p0000``), a
+        comparison run's directory (``ecmp/seed-1``), a study run's (``ark-seed1``).
+    scenario : dict
+        The effective scenario (:meth:`Scenario.to_dict`, seed applied), already checked;
+        workers rebuild it with :func:`fabricsim.config.loader.effective_scenario`.
+    engine : str or None
+        ``flow`` or ``packet``; None: the scenario's.
+    seed : int
+        The run's seed.
+    tag : str
+        What the run stands for: a comparison's method, the study's policy ('' in a sweep).
+    params : dict
+        The keys the plan varies and their values in this run.
+    index : int
+        Position in the plan.
+    config_hash : str
+        The scenario's hash (sweeps: what a resumed point must match).
+    """
 
     id: str
-    index: int
-    params: dict[str, Any]
-    seed: int
     scenario: dict[str, Any] = field(repr=False)
+    engine: str | None
+    seed: int
+    tag: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    index: int = 0
     config_hash: str = ""
+
+    def task(self, **extra: Any) -> dict[str, Any]:
+        """The plain dict a worker gets (``id``, ``scenario``, ``engine``, ... and ``extra``)."""
+        return {
+            "id": self.id, "scenario": self.scenario, "engine": self.engine, "seed": self.seed,
+            "tag": self.tag, "params": self.params, **extra,
+        }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -34,12 +82,73 @@ class SweepPlan:
     """A validated sweep: its spec (what the manifest records) and its points in row order."""
 
     spec: dict[str, Any]
-    points: list[SweepPoint]
+    points: list[RunSpec]
     engine: str | None
 
     @property
     def keys(self) -> list[str]:
         return [k for k, _ in self.spec["grid"]] + [k for k, _ in self.spec["zip"]]
+
+
+# -- comparisons and the ARK study --------------------------------------------------------------
+
+
+def plan_methods(sc: Scenario, engine: str, methods: Sequence[str], seeds: int) -> list[RunSpec]:
+    """Every (method, seed) of a comparison: the scenario under each method's overrides
+    (timelines on), seeds ``sc.seed ..``; each method checked against ``engine`` once."""
+    specs: list[RunSpec] = []
+    for method in methods:
+        over = method_overrides(method, engine, sc.lb.qp_count)
+        over["records.timelines"] = True
+        variant = sc.varying(set(over)).with_overrides(over)
+        check_engine(variant, engine)  # the user's keys checked here, once per method
+        for i in range(seeds):
+            seed = sc.seed + i
+            data = variant.with_overrides({"seed": seed}).to_dict()
+            n = len(specs)
+            specs.append(RunSpec(f"{method}/seed-{seed}", data, engine, seed, method, over, n))
+    return specs
+
+
+def plan_pairs(base: Scenario, seeds: Iterable[int], policies: Sequence[str]) -> list[RunSpec]:
+    """``base`` under each ``lb.policy`` on each seed (flow engine), seed-major, all checked.
+
+    The same seed gives every policy the same workload; ``base``'s policy-specific keys stay
+    for the runs of the policy that reads them.
+    """
+    specs: list[RunSpec] = []
+    for seed in seeds:
+        for policy in policies:
+            variant = base.varying({"lb.policy"})  # ark's own keys stay for its runs
+            sc = variant.with_overrides({"seed": int(seed), "lb.policy": policy})
+            check_engine(sc, "flow")
+            n = len(specs)
+            params = {"lb.policy": policy}
+            specs.append(
+                RunSpec(f"{policy}-seed{seed}", sc.to_dict(), "flow", sc.seed, policy, params, n)
+            )
+    return specs
+
+
+def plan_qps(
+    base: Scenario, qps_values: Iterable[float], seeds: Iterable[int], policies: Sequence[str]
+) -> list[RunSpec]:
+    """Every (QPS, seed, policy) of the ARK QPS sweep (flow engine), in that order, checked."""
+    effective = effective_scenario(base.to_dict())
+    specs: list[RunSpec] = []
+    for qps in qps_values:
+        for seed in seeds:
+            for policy in policies:
+                over = {"workload.qps": float(qps), "lb.policy": policy, "seed": int(seed)}
+                sc = effective.with_overrides(over)
+                check_engine(sc, "flow")
+                n, params = len(specs), {"workload.qps": float(qps)}
+                name = f"qps{float(qps):g}-{policy}-seed{seed}"
+                specs.append(RunSpec(name, sc.to_dict(), "flow", int(seed), policy, params, n))
+    return specs
+
+
+# -- sweeps -------------------------------------------------------------------------------------
 
 
 def _split_values(text: str) -> list[str]:
@@ -152,23 +261,17 @@ def _check_size(g: dict[str, list], z: dict[str, list], seeds: int) -> None:
 
 def _points(
     base: Any, g: dict[str, list], z: dict[str, list], seed_list: list[int], engine: str | None
-) -> list[SweepPoint]:
+) -> list[RunSpec]:
     """Every point of the sweep, in row order, each checked against ``engine``."""
-    points: list[SweepPoint] = []
+    points: list[RunSpec] = []
     checked: set[str] = set()
     for params in _param_sets(g, z):
         for seed in seed_list:
             sc = _point_scenario(base, params, seed if "seed" not in params else None, checked)
             check_engine(sc, engine or sc.engine.kind)
+            n = len(points)
             points.append(
-                SweepPoint(
-                    f"p{len(points):04d}",
-                    len(points),
-                    params,
-                    sc.seed,
-                    sc.to_dict(),
-                    sc.config_hash(),
-                )
+                RunSpec(f"p{n:04d}", sc.to_dict(), engine, sc.seed, "", params, n, sc.config_hash())
             )
     return points
 

@@ -1,0 +1,82 @@
+"""Running a plan's tasks: in this process, on local worker processes, or on a Dask cluster.
+
+:func:`run_tasks` (comparisons, the ARK study) returns every task's result in task order;
+:func:`completed` (sweeps) yields them as they finish.  Both submit through one
+:mod:`~fabricsim.experiments.backend` interface with the signals deferred while workers
+start, so every worker is one the pool knows of and can stop.  On any exception, Ctrl-C or
+SIGTERM (raised as KeyboardInterrupt within :func:`run_tasks`) the backend is cancelled and
+its workers are terminated before the exception goes on.
+
+Examples
+--------
+>>> run_tasks(len, [{"id": "a"}, {"id": "b", "x": 1}])  # here, in order: workers=1
+[1, 2]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from fabricsim.experiments.backend import open_backend, signals_deferred, sigterm_as_interrupt
+
+Task = dict[str, Any]
+
+
+def run_tasks(
+    fn: Callable[[Task], Any],
+    tasks: Sequence[Task],
+    workers: int = 1,
+    progress: Callable[[Any], None] | None = None,
+) -> list[Any]:
+    """``fn(task)`` of every task, in task order; ``workers`` local processes when more than one.
+
+    Parameters
+    ----------
+    fn
+        A module-level function (workers import it by name).
+    tasks
+        Plain dicts with an ``id`` (see :meth:`fabricsim.experiments.plan.RunSpec.task`).
+    workers
+        Processes (1, or a single task: run here, in order).
+    progress
+        Called with each result, in task order, as it is available.
+    """
+    results: list[Any] = []
+    with sigterm_as_interrupt():
+        if workers <= 1 or len(tasks) <= 1:
+            for task in tasks:
+                results.append(fn(task))
+                if progress:
+                    progress(results[-1])
+            return results
+        backend = open_backend(workers, limit=len(tasks))  # its workers die with this process
+        try:
+            for future in submit_all(backend, fn, tasks):
+                results.append(future.result())
+                if progress:
+                    progress(results[-1])
+        except BaseException:
+            backend.close(cancel=True)
+            raise
+        backend.close()
+    return results
+
+
+def submit_all(backend: Any, fn: Callable[[Task], Any], tasks: Sequence[Task]) -> list[Any]:
+    """Submit every task (signals held meanwhile: a worker started is one the pool can stop)."""
+    with signals_deferred():
+        return [backend.submit(fn, task) for task in tasks]
+
+
+def completed(
+    backend: Any, fn: Callable[[Task], Any], tasks: Sequence[Task]
+) -> Iterator[tuple[int, Any]]:
+    """Submit every task to ``backend``; yield ``(task index, future)`` as each one finishes.
+
+    The caller closes the backend (cancelling it on an exception).
+    """
+    futures = submit_all(backend, fn, tasks)
+    index = {f: i for i, f in enumerate(futures)}
+    for future in backend.as_completed(futures):
+        yield index[future], future

@@ -1,1 +1,0 @@
-"""Built-in studies (several runs compared)."""
