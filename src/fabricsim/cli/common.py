@@ -7,6 +7,7 @@ from pathlib import Path
 from fabricsim.config.loader import load_scenario, parse_set_options
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.runner import ENGINES
 
 
 def scenario_from_options(name: str, sets: list[str] | None, seed: int | None) -> Scenario:
@@ -26,9 +27,6 @@ def out_path(text: str | None, option: str, what: str = "directory") -> Path | N
         example = "runs/x" if what == "directory" else "trace.csv"
         raise ConfigError(f"{option}: empty path; give a {what} name, e.g. {option} {example}")
     return Path(text)
-
-
-ENGINES = ("flow", "packet")
 
 
 def engine_option(engine: str | None) -> str | None:
