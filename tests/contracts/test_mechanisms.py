@@ -5,8 +5,11 @@ declarations (:data:`fabricsim.experiments.engines.ENGINES`), never from a hand-
 
 * ``lb.policy``: ``ENGINES[e].policies`` (itself the :func:`fabricsim.lb.base.registered_policies`
   registry, less the flow-engine-only policies on the packet engine);
-* ``nic.packet_spraying_type``: ``ENGINES[e].spraying_types``;
-* ``switch.load_balancing_method``: ``ENGINES[e].switch_methods``;
+* ``nic.packet_spraying_type``: ``ENGINES[e].spraying_types`` (the types registered with
+  :func:`fabricsim.lb.spraying.register_spraying` whose declared engines include ``e``: a type
+  with a fluid form runs on both, a packet-only one on the packet engine);
+* ``switch.load_balancing_method``: ``ENGINES[e].switch_methods`` (the methods registered with
+  :func:`fabricsim.lb.switch.register_switch_method` that declare ``e`` in ``engines``);
 * ``nic.cc``: every CC registered with :func:`fabricsim.cc.register_cc`, on each engine that
   reads ``nic.cc`` (``nic.cc`` not in its ``unread_keys``);
 * ``engine.flow_model``: ``ENGINES[e].flow_models``;

@@ -5,8 +5,8 @@ declare in :data:`fabricsim.experiments.engines.ENGINES` is refused before the r
 naming the key: a path policy, spraying type, switch method, flow model, workload, record, a
 registered CC on an engine that does not read ``nic.cc``, each of its ``unread_keys`` set to a
 non-default value, and mid-run link failures where ``link_failures`` is False.  Every name a
-registry holds is also selectable through config (a registry closed by a config ``Literal`` is a
-finding of issue 11, item 3).
+registry holds is also selectable through config: the keys that name a strategy validate against
+config's name table (:mod:`fabricsim.config.names`), which the registrations fill.
 """
 
 from __future__ import annotations
@@ -23,16 +23,19 @@ import fabricsim.lb  # noqa: F401  (registers every policy)
 import fabricsim.workloads  # noqa: F401  (registers every workload builder)
 from fabricsim.cc.base import registered_cc
 from fabricsim.config.models import Scenario
+from fabricsim.config.names import POINTS, registered_names
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.experiments.engines import ENGINES
 from fabricsim.lb.base import registered_policies
+from fabricsim.lb.spraying import registered_spraying
+from fabricsim.lb.switch import registered_switch_methods
 from fabricsim.workloads.base import registered_workloads
 
 # capability field -> the key it governs and the registry that names its values (if any).
 VALUE_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "policies": ("lb.policy", tuple(registered_policies())),
-    "spraying_types": ("nic.packet_spraying_type", ()),
-    "switch_methods": ("switch.load_balancing_method", ()),
+    "spraying_types": ("nic.packet_spraying_type", tuple(registered_spraying())),
+    "switch_methods": ("switch.load_balancing_method", tuple(registered_switch_methods())),
     "flow_models": ("engine.flow_model", ()),
     "workloads": ("workload.kind", registered_workloads()),
 }
@@ -48,6 +51,8 @@ def other_value(key: str) -> Any:
     field = _field(key)
     default = field.get_default(call_default_factory=True)
     ann = field.annotation
+    if key in POINTS:  # a registered name
+        return next(v for v in registered_names(key) if v != default)
     if get_origin(ann) is Literal:
         return next(v for v in get_args(ann) if v != default)
     if ann is bool:
@@ -124,3 +129,10 @@ def test_every_registered_cc_is_selectable(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(registered_policies()))
 def test_every_registered_policy_is_selectable(name: str) -> None:
     fabricsim.load_scenario(scenario({"lb.policy": name}))
+
+
+@pytest.mark.parametrize(
+    ("key", "name"), [(key, name) for key in POINTS for name in registered_names(key)]
+)
+def test_every_registered_name_is_selectable(key: str, name: str) -> None:
+    fabricsim.load_scenario(scenario({key: name}))

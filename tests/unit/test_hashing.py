@@ -151,19 +151,17 @@ def test_path_ports_refuses_bad_hosts_and_too_many_paths():
 
 
 def test_config_accepts_exactly_the_registered_hash_methods():
-    from typing import get_args
-
-    from fabricsim.config.models import SwitchConfig
+    from fabricsim.config.names import registered_names
     from fabricsim.routing.hashing import registered_hashes
 
-    assert set(get_args(SwitchConfig.model_fields["hash_method"].annotation)) == set(
-        registered_hashes()
-    )
+    assert registered_names("switch.hash_method") == registered_hashes()
 
 
-def test_a_registered_hash_method_is_used_by_the_inverse_and_forward_hash():
+def test_a_registered_hash_method_is_used_by_the_hash_and_valid_in_config():
     import numpy as np
 
+    import fabricsim
+    from fabricsim.errors import ConfigError
     from fabricsim.routing import hashing
 
     method = hashing.HashMethod("xorOnly", lambda x, tier: x ^ np.uint32(1), lambda x, tier: x ^ 1)
@@ -172,5 +170,10 @@ def test_a_registered_hash_method_is_used_by_the_inverse_and_forward_hash():
         crc = np.arange(8, dtype=np.uint32)
         arr = hashing.switch_hash(crc, "xorOnly", 5, 1)
         assert [hashing.switch_hash_int(int(c), "xorOnly", 5, 1) for c in crc] == arr.tolist()
+        sc = fabricsim.load_scenario("ecmp-collision")
+        assert sc.with_overrides({"switch.hash_method": "xorOnly"}).switch.hash_method == "xorOnly"
     finally:
-        del hashing._HASHES["xorOnly"]
+        hashing.unregister_hash("xorOnly")
+    assert "xorOnly" not in hashing.registered_hashes()
+    with pytest.raises(ConfigError, match=r"switch\.hash_method: must be one of .*'xorOnly'"):
+        fabricsim.load_scenario("ecmp-collision").with_overrides({"switch.hash_method": "xorOnly"})

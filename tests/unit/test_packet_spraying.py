@@ -1,18 +1,12 @@
-"""Spraying strategies of nic/spraying.py, driven by hand (no event loop)."""
+"""Spraying strategies of lb/spraying.py and lb/reps.py, driven by hand (no event loop)."""
 
 from collections import Counter
 
 import pytest
 
 from fabricsim.config.models import NicConfig
-from fabricsim.nic.spraying import (
-    DefaultSpraying,
-    NoSpraying,
-    ObliviousSpraying,
-    RepsSpraying,
-    exploration_window_packets,
-    make_spraying,
-)
+from fabricsim.lb.reps import RepsSpraying, exploration_window_packets
+from fabricsim.lb.spraying import DefaultSpraying, NoSpraying, ObliviousSpraying, make_spraying
 from fabricsim.packetsim.core import RandomPool
 from fabricsim.rng import stream
 
@@ -38,14 +32,14 @@ def reps(bits=3, window=71, timeout=100, rand=None, clock=None):
 
 
 # -- none / default / oblivious ------------------------------------------------------------
-def test_none_uses_the_creators_local_port_live():
+def test_none_uses_the_creators_src_port_live():
     class Pdc:
-        local_port = 777
+        src_port = 777
 
     pdc = Pdc()
     s = NoSpraying(pdc)
     assert [s.next_entropy() for _ in range(3)] == [777] * 3
-    pdc.local_port = 9  # a re-route of the creating PDC moves the whole group
+    pdc.src_port = 9  # a re-route of the creating PDC moves the whole group
     assert s.next_entropy() == 9
     assert not s.explored
 
@@ -88,7 +82,7 @@ def test_oblivious_is_reproducible_and_covers_the_port_range():
 
 def test_make_spraying_picks_by_name():
     class Pdc:
-        local_port = 1
+        src_port = 1
 
     for kind, cls in [
         ("none", NoSpraying),

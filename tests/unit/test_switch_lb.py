@@ -10,16 +10,16 @@ import pytest
 import fabricsim
 from fabricsim.config import TopologyConfig
 from fabricsim.errors import ConfigError
+from fabricsim.lb.switch import least_loaded
+from fabricsim.lb.switch_adaptive import AdaptiveChoice
+from fabricsim.lb.switch_flowlet import FlowletChoice
+from fabricsim.lb.switch_spray import SprayChoice
 from fabricsim.packetsim.core import DATA, HDR, Packet, Port, Sim
 from fabricsim.packetsim.engine import PacketEngine
 from fabricsim.packetsim.forwarding import (
-    AdaptiveChoice,
     Decider,
     EcmpForwarding,
-    FlowletChoice,
     RouteTable,
-    SprayChoice,
-    least_loaded,
     make_member_choices,
 )
 from fabricsim.routing.router import Router

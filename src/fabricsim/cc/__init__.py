@@ -1,6 +1,13 @@
 """Congestion control strategies (pure state machines), selected by ``nic.cc``."""
 
-from fabricsim.cc.base import CcParams, CongestionControl, make_cc, register_cc, registered_cc
+from fabricsim.cc.base import (
+    CcParams,
+    CongestionControl,
+    make_cc,
+    register_cc,
+    registered_cc,
+    unregister_cc,
+)
 from fabricsim.cc.nscc import Nscc, NsccParams
 
 __all__ = [
@@ -11,4 +18,5 @@ __all__ = [
     "make_cc",
     "register_cc",
     "registered_cc",
+    "unregister_cc",
 ]

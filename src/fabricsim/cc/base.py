@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fabricsim.config.names import register_name, unregister_name
 from fabricsim.errors import ConfigError
 
 
@@ -58,15 +59,34 @@ class CongestionControl:
         """A retransmission timeout."""
 
 
-_CC: dict[str, Callable[[CcParams], CongestionControl]] = {"constant": CongestionControl}
+_CC: dict[str, Callable[[CcParams], CongestionControl]] = {}
 
 
-def register_cc(name: str) -> Callable[[type[CongestionControl]], type[CongestionControl]]:
+def _first_line(doc: str | None) -> str:
+    text = (doc or "").strip()
+    return text.splitlines()[0] if text else ""
+
+
+def register_cc(
+    name: str, help: str | None = None
+) -> Callable[[type[CongestionControl]], type[CongestionControl]]:
+    """Class decorator: register a controller as ``nic.cc: <name>``.
+
+    ``help`` is its one line in the config name table (default: its docstring's first line).
+    """
+
     def deco(cls: type[CongestionControl]) -> type[CongestionControl]:
+        register_name("nic.cc", name, help or _first_line(cls.__doc__) or name)
         _CC[name] = cls
         return cls
 
     return deco
+
+
+def unregister_cc(name: str) -> None:
+    """Remove the controller ``name`` (and its config name)."""
+    _CC.pop(name, None)
+    unregister_name("nic.cc", name)
 
 
 def registered_cc() -> tuple[str, ...]:
@@ -75,6 +95,10 @@ def registered_cc() -> tuple[str, ...]:
 
 
 def make_cc(name: str, params: CcParams) -> CongestionControl:
+    """A fresh controller ``name`` for one PDC."""
     if name not in _CC:
         raise ConfigError(f"nic.cc: '{name}' is not available; allowed: {', '.join(sorted(_CC))}")
     return _CC[name](params)
+
+
+register_cc("constant", "a constant window of nic.cwnd_bdp x BDP")(CongestionControl)

@@ -183,7 +183,7 @@ class NsccParams:
         return cls(**values)
 
 
-@register_cc("nscc")
+@register_cc("nscc", "NSCC: a window driven by ECN marks and queueing delay")
 class Nscc(CongestionControl):
     """NSCC-style window control (window only: ``pacing_bps`` stays None).
 

@@ -3,7 +3,9 @@
 Every knob is declared once here with its default, unit (in the name), allowed range and a
 one-line help.  Unknown keys are errors.  The seed documents' CamelCase attribute names
 (``EntropyMaskBits``, ``PacketSprayingType`` ...) are accepted as aliases of the snake_case
-names.
+names.  The keys that name a strategy (``lb.policy``, ``nic.packet_spraying_type``, ``nic.cc``,
+``switch.hash_method``, ``switch.load_balancing_method``) are strings checked against the
+registered names (:mod:`.names`), not closed lists.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ from pydantic import (
 )
 
 from fabricsim.config.base import StrictModel
+from fabricsim.config.names import RegisteredName, has_trait
 from fabricsim.config.overrides import apply_overrides
 from fabricsim.config.workloads import WorkloadConfig
 from fabricsim.units import MAX_TIME_S
 
-# lb.policy values that give each flow (or connection) one path: with these, a scenario that
-# does not set nic.packet_spraying_type gets ``none`` (no per-packet spraying at the NIC).
-PER_FLOW_POLICIES = ("ecmp", "pinned", "qp_scaling", "ark")
+# The trait of an lb.policy that gives each flow (or connection) one path (declared by the policy
+# in fabricsim.lb): under it, a scenario that does not set nic.packet_spraying_type gets ``none``
+# (no per-packet spraying at the NIC).
+ONE_PATH_PER_FLOW = "one_path_per_flow"
 NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$"
 
 
@@ -147,7 +151,7 @@ class EngineConfig(_Model):
 class LbConfig(_Model):
     """How a flow or connection gets its source port or path."""
 
-    policy: Literal["ecmp", "pinned", "qp_scaling", "ark", "ideal_spray"] = Field(
+    policy: Annotated[str, RegisteredName("lb.policy")] = Field(
         "ecmp",
         description="path policy; the per-flow ones (ecmp, pinned, qp_scaling, ark) mean "
         "nic.packet_spraying_type none unless that key is set",
@@ -162,21 +166,10 @@ class LbConfig(_Model):
     dst_port: int = Field(4791, ge=0, le=65535, description="the well-known destination UDP port")
 
 
-_SPRAY_ALIASES = {
-    "none": "none",
-    "default": "default",
-    "defaultpacketspraying": "default",
-    "reps": "reps",
-    "recycledentropypacketspraying": "reps",
-    "oblivious": "oblivious",
-    "obliviouspacketspraying": "oblivious",
-}
-
-
 class NicConfig(_Model):
     """UET-style NIC attributes (names and ranges as the UET spraying documentation)."""
 
-    packet_spraying_type: Literal["none", "default", "reps", "oblivious"] = Field(
+    packet_spraying_type: Annotated[str, RegisteredName("nic.packet_spraying_type")] = Field(
         "default",
         alias="PacketSprayingType",
         description="per-packet entropy selection; unset, it is none under the per-flow "
@@ -212,21 +205,15 @@ class NicConfig(_Model):
     )
     pdc_groups_enabled: bool = Field(True, alias="PDCGroupsEnabled", description="PDC groups")
     header_bytes: int = Field(88, ge=0, le=4096, description="header bytes per packet")
-    cc: Literal["constant", "nscc"] = Field("constant", description="congestion control")
+    cc: Annotated[str, RegisteredName("nic.cc")] = Field(
+        "constant", description="congestion control"
+    )
     cwnd_bdp: float = Field(1.5, gt=0, le=1000, description="constant CC window, x BDP")
     rto_us: float | None = Field(
         None, ge=1e-6, le=1e9, description="initial retransmission timeout, us (>= 1 ps)"
     )
     max_retries: int = Field(8, ge=0, le=64, description="retransmissions before giving up")
     ack_coalesce: int = Field(1, ge=1, le=64, description="data packets per ACK (coalescing)")
-
-    @field_validator("packet_spraying_type", mode="before")
-    @classmethod
-    def _spray_alias(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            key = v.replace(" ", "").replace("_", "").lower()
-            return _SPRAY_ALIASES.get(key, v)
-        return v
 
     @field_validator("initial_base_rtt_us")
     @classmethod
@@ -239,11 +226,11 @@ class NicConfig(_Model):
 class SwitchConfig(_Model):
     """Switch forwarding, hashing and buffers."""
 
-    hash_method: Literal["crc32WithSalt", "crc32", "crc32Offset", "random"] = Field(
+    hash_method: Annotated[str, RegisteredName("switch.hash_method")] = Field(
         "crc32WithSalt", alias="EcmpHashMethod", description="ECMP hash of the 5-tuple"
     )
     salt_mode: Literal["per_switch", "shared"] = Field("per_switch", description="hash salts")
-    load_balancing_method: Literal["ecmp", "adaptive", "flowlet", "spray"] = Field(
+    load_balancing_method: Annotated[str, RegisteredName("switch.load_balancing_method")] = Field(
         "ecmp", alias="LoadBalancingMethod", description="switch member choice"
     )
     flowlet_gap_us: float = Field(10.0, gt=0, le=1e6, description="flowlet idle gap, us")
@@ -320,8 +307,8 @@ class Scenario(_Model):
     def _spraying_follows_policy(self) -> Scenario:
         """Per-flow policies mean one path per flow: no NIC spraying unless it is asked for."""
         nic = self.nic
-        if "packet_spraying_type" not in nic.model_fields_set and self.lb.policy in (
-            PER_FLOW_POLICIES
+        if "packet_spraying_type" not in nic.model_fields_set and has_trait(
+            "lb.policy", self.lb.policy, ONE_PATH_PER_FLOW
         ):
             nic._derive("packet_spraying_type", "none")
         return self

@@ -1,7 +1,9 @@
 """The engine registry: what each engine can run, declared in one place, and the one check.
 
 Each engine declares its :class:`EngineCapabilities` here (the boundary between the engines and
-the experiments that run them).  :func:`check_supported` compares a scenario with the chosen
+the experiments that run them).  The path policies, spraying types and switch methods it runs
+are read from the ``lb`` registries when used (:class:`Registered`): each method declares its
+engines, and the reason an engine it does not name refuses it, in its own module.  :func:`check_supported` compares a scenario with the chosen
 engine's declaration and turns the first mismatch into the one-line :class:`EngineRefusal`,
 naming the engine that can run it.  Nothing else refuses a scenario for its engine before the
 run is built; an engine may still assert the same facts defensively.
@@ -19,17 +21,78 @@ nic.packet_spraying_type=reps needs the packet engine (REPS reacts to per-packet
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, get_args
+from typing import get_args, overload
 
 import numpy as np
 
 from fabricsim.config.applicability import check_keys_apply
-from fabricsim.config.models import NicConfig, RecordsConfig, Scenario, SwitchConfig
+from fabricsim.config.models import RecordsConfig, Scenario
 from fabricsim.config.workloads import WorkloadConfig
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.lb.base import registered_policies
+from fabricsim.lb.registry import registered_methods
 from fabricsim.workloads.base import FlowTable
+
+
+class Registered(Sequence[str]):
+    """The registered names of ``point`` that ``engine`` runs, read from the registry each time.
+
+    A declaration field that follows the registries: a method registered later (a plug-in, a
+    test) is declared at once.  ``lb.policy``: the registered policies, less the
+    ``flow_engine_only`` ones on any engine but ``flow``; the spraying types and switch
+    methods: those whose declared engines (:func:`fabricsim.lb.registered_methods`) include
+    ``engine``.
+
+    Examples
+    --------
+    >>> list(Registered("switch.load_balancing_method", "flow"))
+    ['ecmp']
+    >>> "reps" in Registered("nic.packet_spraying_type", "flow")
+    False
+    """
+
+    def __init__(self, point: str, engine: str) -> None:
+        self.point, self.engine = point, engine
+
+    def names(self) -> tuple[str, ...]:
+        if self.point == "lb.policy":
+            return tuple(
+                name
+                for name, cls in registered_policies().items()
+                if self.engine == "flow" or not cls.flow_engine_only
+            )
+        return tuple(m.name for m in registered_methods(self.point) if self.engine in m.engines)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> str | tuple[str, ...]:
+        return self.names()[i]
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.names()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Registered | tuple | list):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.point, self.engine))
+
+    def __repr__(self) -> str:
+        return repr(self.names())
 
 
 @dataclass(frozen=True)
@@ -37,11 +100,11 @@ class EngineCapabilities:
     """What one engine can run (every field is declared; an empty tuple means "none")."""
 
     name: str
-    policies: tuple[str, ...]
+    policies: Sequence[str]
     """``lb.policy`` values it runs."""
-    spraying_types: tuple[str, ...]
+    spraying_types: Sequence[str]
     """``nic.packet_spraying_type`` values it runs."""
-    switch_methods: tuple[str, ...]
+    switch_methods: Sequence[str]
     """``switch.load_balancing_method`` values it runs."""
     records: tuple[str, ...]
     """``records.*`` switches it can honour."""
@@ -59,26 +122,11 @@ class EngineCapabilities:
     """Whether ``engine.max_packets`` bounds its runs (checked once the flows are known)."""
 
 
-def _literal(model: Any, field: str) -> tuple[str, ...]:
-    return tuple(get_args(model.model_fields[field].annotation))
-
-
 _RECORDS = tuple(
     name for name, f in RecordsConfig.model_fields.items() if f.annotation is bool
 )  # timelines, uet_monitor, uet_transport_stats, switch_lb_stats, port_stats
 _PACKET_RECORDS = ("uet_monitor", "uet_transport_stats", "switch_lb_stats", "port_stats")
-_SPRAYING = _literal(NicConfig, "packet_spraying_type")
-_SWITCH_METHODS = _literal(SwitchConfig, "load_balancing_method")
 _WORKLOADS = tuple(m.model_fields["kind"].default for m in get_args(get_args(WorkloadConfig)[0]))
-
-
-def _policies(flow_engine: bool) -> tuple[str, ...]:
-    """Registered ``lb.policy`` names; without the flow engine, not the flow-engine-only ones."""
-    return tuple(
-        name
-        for name, cls in registered_policies().items()
-        if flow_engine or not cls.flow_engine_only
-    )
 
 
 # Keys that select or shape a packet-level mechanism the flow engine's fluid model does not have
@@ -97,9 +145,9 @@ PACKET_ONLY_KEYS = (
 
 FLOW = EngineCapabilities(
     name="flow",
-    policies=_policies(flow_engine=True),
-    spraying_types=tuple(s for s in _SPRAYING if s != "reps"),  # REPS reacts to per-packet ACKs
-    switch_methods=("ecmp",),  # the others act per packet on queue state
+    policies=Registered("lb.policy", "flow"),
+    spraying_types=Registered("nic.packet_spraying_type", "flow"),  # those with a fluid form
+    switch_methods=Registered("switch.load_balancing_method", "flow"),  # ecmp: the hash
     records=tuple(r for r in _RECORDS if r not in _PACKET_RECORDS),
     link_failures=False,
     flow_models=("max_min", "open_loop"),
@@ -113,9 +161,9 @@ FLOW = EngineCapabilities(
 )
 PACKET = EngineCapabilities(
     name="packet",
-    policies=_policies(flow_engine=False),
-    spraying_types=_SPRAYING,
-    switch_methods=_SWITCH_METHODS,
+    policies=Registered("lb.policy", "packet"),
+    spraying_types=Registered("nic.packet_spraying_type", "packet"),
+    switch_methods=Registered("switch.load_balancing_method", "packet"),
     records=_RECORDS,
     link_failures=True,
     flow_models=(),
@@ -130,15 +178,12 @@ PACKET = EngineCapabilities(
 ENGINES: dict[str, EngineCapabilities] = {caps.name: caps for caps in (FLOW, PACKET)}
 """The registered engines by name (``--engine``)."""
 
-# Why one engine cannot run a value another can (the middle of the refusal line).
-_WHY = {
-    ("lb.policy", "ideal_spray"): "is the flow engine's ideal split",
-    (
-        "nic.packet_spraying_type",
-        "reps",
-    ): "needs the packet engine (REPS reacts to per-packet ACK feedback)",
-    ("switch.load_balancing_method", None): "acts per packet on queue state",
-}
+
+def _why(key: str, value: str) -> str | None:
+    """Why an engine cannot run ``key=value`` (the middle of the refusal line), as the method
+    declares it (:attr:`fabricsim.lb.Method.refusal`); None for other keys."""
+    found = (m for m in registered_methods() if m.point == key and m.name == value)
+    return next((m.refusal for m in found), None)
 
 
 def capabilities(engine: str) -> EngineCapabilities:
@@ -157,7 +202,7 @@ def _alternative(wanted: str, value: object) -> str:
 
 
 def _refuse_value(key: str, value: str, caps: EngineCapabilities, wanted: str) -> EngineRefusal:
-    why = _WHY.get((key, value)) or _WHY.get((key, None))
+    why = _why(key, value)
     alt = _alternative(wanted, value)
     if why is None:
         why = f"is not run by the {caps.name} engine"

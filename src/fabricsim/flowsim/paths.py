@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from fabricsim.config.models import Scenario
 from fabricsim.errors import EngineRefusal
 from fabricsim.lb.base import SPRAY_ALL
+from fabricsim.lb.spraying import PortSet, WeightedPaths, spraying_type
 from fabricsim.routing.router import Path, Router
 
-WeightedPaths = list[tuple[Path, float]]
+__all__ = ["PathResolver", "WeightedPaths"]
 
 
 class PathResolver:
     """Weighted paths of a connection ``(src, dst, src_port)`` under the scenario's NIC and hash.
 
-    * spraying ``none``: the one path the switches' hash gives the source port;
-    * ``default``: the 2^EntropyMaskBits round-robin ports' paths, weighted by port count
-      (the fluid limit of strict round robin);
-    * ``oblivious``: all 65,536 ports' paths weighted by port count;
-    * ``reps`` is not declared by the flow engine (its choices react to per-packet ACK
-      feedback): :func:`fabricsim.experiments.engines.check_supported` refuses it before a run
-      is built; the check here only guards direct use;
+    * the spraying type's fluid form (:class:`fabricsim.lb.spraying.FluidForm`) weighs the
+      paths: ``none`` the one path the hash gives the source port, ``default`` its round-robin
+      ports' paths by port count, ``oblivious`` all 65,536 ports' paths by port count;
+    * a type without a fluid form (``reps``: packet only) is not declared by the flow engine:
+      :func:`fabricsim.experiments.engines.check_supported` refuses it before a run is built,
+      with the type's ``packet_only`` reason; the check here only guards direct use;
     * hash ``random``: an even split at every ECMP stage; ``SPRAY_ALL``: even over all paths.
     """
 
@@ -29,19 +27,23 @@ class PathResolver:
         self.sc = sc
         self.router = router
         self.spray = sc.nic.packet_spraying_type
-        if self.spray == "reps":  # defensive: the run was refused earlier (engine registry)
+        strategy = spraying_type(self.spray)
+        if strategy.fluid is None:  # defensive: the run was refused earlier (engine registry)
             raise EngineRefusal(
-                "nic.packet_spraying_type=reps needs the packet engine (REPS reacts to per-packet "
-                "ACK feedback); use --engine packet"
+                f"nic.packet_spraying_type={self.spray} needs the packet engine "
+                f"({strategy.packet_only}); use --engine packet"
             )
-        nic = sc.nic
-        count = 2**nic.entropy_mask_bits
-        self.default_ports = (nic.starting_port_offset + np.arange(count)) % 65536
+        self.fluid = strategy.fluid(sc.nic)
+        self.default_ports = PortSet(sc.nic).ports  # the default type's ports (flows table)
         self._cache: dict[tuple[int, int, int], WeightedPaths] = {}
+
+    def first_entropy(self, src_port: int) -> int:
+        """The entropy the flows table shows for a connection on ``src_port``."""
+        return src_port if src_port == SPRAY_ALL else self.fluid.first_entropy(src_port)
 
     def resolve(self, src: int, dst: int, src_port: int) -> WeightedPaths | None:
         """Weighted paths (weights sum to 1), or None if the connection cannot be routed."""
-        key = (src, dst, src_port if self.spray == "none" else -2)
+        key = (src, dst, src_port if self.fluid.per_connection else -2)
         if src_port == SPRAY_ALL:
             key = (src, dst, SPRAY_ALL)
         hit = self._cache.get(key)
@@ -57,20 +59,7 @@ class PathResolver:
             return [(p, 1.0 / len(paths)) for p in paths]
         if not self.router.deterministic:
             return self._per_stage_split(src, dst)
-        if self.spray == "none":
-            path = self.router.route(src, dst, src_port)
-            return [(path, 1.0)] if path is not None else []
-        per_path = self.router.ports_per_path(src, dst)
-        if self.spray == "default":
-            ports = self.default_ports
-            total = len(ports)
-            out = []
-            for path, members in per_path.items():
-                n = int(np.isin(ports, members, assume_unique=False).sum())
-                if n:
-                    out.append((path, n / total))
-            return out
-        return [(p, len(m) / 65536) for p, m in per_path.items() if len(m)]
+        return self.fluid.weights(self.router, src, dst, src_port)
 
     def _per_stage_split(self, src: int, dst: int) -> WeightedPaths:
         fab = self.router.fabric

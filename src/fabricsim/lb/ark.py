@@ -410,6 +410,8 @@ class ArkPolicy(PathPolicy):
     """
 
     name = "ark"
+    help = "ARK: each flow on the source port of the lowest unreserved path"
+    knobs = ("lb.ark_control_delay_us",)
 
     def __init__(self, ctx: PolicyContext) -> None:
         super().__init__(ctx)

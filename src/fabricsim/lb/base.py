@@ -1,10 +1,11 @@
 """Path policies: how a flow gets its source port(s) or path (``lb.policy``).
 
 A policy turns a flow into one or more :class:`Connection` s when the flow arrives: a
-connection carries part of the flow's bytes on one UDP source port (the PDC's local port /
-the QP's port), or, for ``ideal_spray``, evenly over every path.  Dynamic policies (ARK) may
-schedule timers and re-route running connections through the engine hooks.  Both engines use
-the same policies.
+connection carries part of the flow's bytes on one UDP source port (``src_port``: the PDC's /
+the QP's configured port), or, for ``ideal_spray``, evenly over every path.  Dynamic policies
+(ARK) may schedule timers and re-route running connections through the engine hooks.  Both
+engines use the same policies, except a ``flow_engine_only`` one.  A policy registers with
+:func:`register_policy` (its ``name``, one-line ``help``, ``knobs``, ``one_path_per_flow``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Protocol
 
 import numpy as np
 
-from fabricsim.config.models import Scenario
+from fabricsim.config.models import ONE_PATH_PER_FLOW, Scenario
 from fabricsim.errors import ConfigError
+from fabricsim.lb.registry import Method, Registry, help_of
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import Fabric
 from fabricsim.workloads.base import FlowTable
@@ -57,12 +59,20 @@ class PathPolicy:
     """Base policy: one connection per flow on the flow's own source port (per-flow ECMP)."""
 
     name = "ecmp"
+    help = "one connection per flow on the flow's own source port (per-flow ECMP)"
     flow_engine_only = False
     """True for a policy only the flow engine's fluid model can run (``ideal_spray``).
 
     Read by the engine registry (:mod:`fabricsim.experiments.engines`): the packet engine's
     declared policies are the registered ones without this flag.
     """
+    refusal: str | None = None
+    """Why the packet engine cannot run it (a ``flow_engine_only`` policy): the phrase after
+    ``lb.policy=<name>`` in the refusal."""
+    one_path_per_flow = True
+    """Every connection on one path: NIC spraying defaults to ``none`` under it."""
+    knobs: tuple[str, ...] = ()
+    """The config keys only this policy reads."""
 
     def __init__(self, ctx: PolicyContext) -> None:
         self.ctx = ctx
@@ -115,24 +125,40 @@ def with_rate_caps(policy: PathPolicy, flows: FlowTable) -> PathPolicy:
     return policy if caps is None else RateCapPolicy(policy, caps)  # type: ignore[return-value]
 
 
-_POLICIES: dict[str, type[PathPolicy]] = {}
+def _describe(cls: type[PathPolicy]) -> Method:
+    engines = ("flow",) if cls.flow_engine_only else ("flow", "packet")
+    return Method("lb.policy", cls.name, help_of(cls), engines, cls.refusal, cls.knobs)
+
+
+POLICIES: Registry[type[PathPolicy]] = Registry(
+    "lb.policy",
+    _describe,
+    lambda cls: (ONE_PATH_PER_FLOW,) if cls.one_path_per_flow else (),
+)
+"""The path policies by ``lb.policy`` name."""
 
 
 def register_policy(cls: type[PathPolicy]) -> type[PathPolicy]:
-    _POLICIES[cls.name] = cls
-    return cls
+    """Class decorator: register a :class:`PathPolicy` subclass under its ``name``."""
+    return POLICIES.register(cls)
+
+
+def unregister_policy(name: str) -> None:
+    """Remove the policy ``name`` (and its config name)."""
+    POLICIES.unregister(name)
 
 
 def registered_policies() -> dict[str, type[PathPolicy]]:
     """The registered policies by ``lb.policy`` name (import :mod:`fabricsim.lb` for them all)."""
-    return dict(_POLICIES)
+    return POLICIES.items()
 
 
 def make_policy(ctx: PolicyContext) -> PathPolicy:
+    """A fresh instance of the scenario's ``lb.policy``."""
     name = ctx.scenario.lb.policy
-    if name not in _POLICIES:
+    if name not in POLICIES.items():
         raise ConfigError(f"lb.policy: '{name}' is not available in this build")
-    return _POLICIES[name](ctx)
+    return POLICIES.get(name)(ctx)
 
 
 register_policy(PathPolicy)

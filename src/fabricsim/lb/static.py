@@ -13,6 +13,7 @@ class PinnedPolicy(PathPolicy):
     """
 
     name = "pinned"
+    help = "path by destination slice, on the lowest source port the hash puts on it"
 
     def __init__(self, ctx: PolicyContext) -> None:
         super().__init__(ctx)
@@ -52,6 +53,8 @@ class QpScalingPolicy(PathPolicy):
     """
 
     name = "qp_scaling"
+    help = "E-ECMP: lb.qp_count connections (distinct source ports) per host pair"
+    knobs = ("lb.qp_count", "lb.qp_mode")
 
     def __init__(self, ctx: PolicyContext) -> None:
         super().__init__(ctx)
@@ -82,7 +85,10 @@ class IdealSprayPolicy(PathPolicy):
     """Flow engine only: every flow split evenly over all its equal-cost paths."""
 
     name = "ideal_spray"
+    help = "flow engine only: every flow split evenly over all its equal-cost paths"
     flow_engine_only = True
+    refusal = "is the flow engine's ideal split"
+    one_path_per_flow = False
 
     def connections(self, flow: int) -> list[Connection]:
         return [Connection(int(self.ctx.flows.size_bytes[flow]), SPRAY_ALL)]

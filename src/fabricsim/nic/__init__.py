@@ -1,5 +1,6 @@
 """UET-style NIC: PDCs and PDC groups, reliability (SACK, NACK, RTO), entropy selection.
 
-``spraying`` holds the spraying strategies (``none``, ``default``, ``oblivious``, ``reps``),
-``pdc`` the per-connection sender and receiver state, ``nic`` the NIC itself.
+``pdc`` holds the per-connection sender and receiver state, ``nic`` the NIC itself; the
+spraying types it builds by name (``nic.packet_spraying_type``) are in :mod:`fabricsim.lb`
+(``spraying`` is a re-export kept for older importers).
 """

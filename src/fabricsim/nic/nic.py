@@ -5,7 +5,8 @@
   direction (sending: not yet fully acknowledged; receiving: first packet seen, not yet
   complete), starts a new group; later messages to that peer join it while it lives.  With
   groups disabled every PDC is a group of its own.  The spraying state is created when the
-  group's first sending PDC joins (its local port is the group's value under ``none``).
+  group's first sending PDC joins (its ``src_port`` is the group's entropy under ``none``), by
+  the registered spraying type of ``nic.packet_spraying_type`` (:mod:`fabricsim.lb.spraying`).
 * **Transmit scheduler**: the NIC's uplink pulls a packet whenever the wire is free: ACKs and
   NACKs first, then the PDCs with something to send in round robin, one packet each (htsim's
   NIC round robin; MoE's ``round_robin`` sender); a PDC blocked by its window leaves the
@@ -14,7 +15,7 @@
 * **Receive**: data is written as it arrives (no reorder buffer); every ``nic.ack_coalesce``
   data packets, and at once for an out-of-order, duplicate, ECN-marked or last packet, the
   receiver returns a selective ACK (cumulative PSN, and a 64-bit bitmap whose base is chosen
-  so that it covers the PSN answered) that carries the entropy value and ECN mark of the packet
+  so that it covers the PSN answered) that carries the entropy and ECN mark of the packet
   it answers and that packet's send time.  A trimmed header is answered by a NACK at once.
   ACK and NACK objects are the data packet turned around (no allocation).
 """
@@ -28,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from fabricsim.config.models import NicConfig
 from fabricsim.engine_api import ACK, NACK
+from fabricsim.lb.spraying import SprayingStrategy, make_spraying, spraying_type
 from fabricsim.nic.pdc import Pdc
-from fabricsim.nic.spraying import SprayingStrategy, make_spraying
 
 if TYPE_CHECKING:  # the packet engine imports the NIC; the NIC sees its parts as types only
     from fabricsim.packetsim.core import HostPort, Packet, PacketPool, Sim
@@ -75,9 +76,8 @@ class NicEnv:
         c = self.cfg
         self.mss, self.hdr, self.max_retries = c.rdma_data_mss, c.header_bytes, c.max_retries
         self.coalesce = c.ack_coalesce
-        self.fd_mult = (
-            c.failure_detection_rtt_multiplier if c.packet_spraying_type == "reps" else 0.0
-        )
+        detects = spraying_type(c.packet_spraying_type).early_failure_detection
+        self.fd_mult = c.failure_detection_rtt_multiplier if detects else 0.0
 
 
 class Nic:
@@ -246,7 +246,7 @@ class Nic:
         self._turn_around(pkt, pkt.pdc)
 
     def _turn_around(self, pkt: Packet, pdc: Pdc) -> None:
-        """Send ``pkt`` back to the sender on the entropy value it came with."""
+        """Send ``pkt`` back to the sender on the entropy it came with."""
         pkt.size = self.hdr
         pkt.hops = self.env.routes.get(self.host, pdc.src, pkt.entropy).ctrl_hops
         pkt.hop = 0

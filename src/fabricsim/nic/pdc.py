@@ -13,7 +13,7 @@ transmission (which identifies it), and its timeout count.
   marks it lost.  A retransmission timeout (``rto << timeouts``: exponential backoff) marks it
   lost too; a PSN that times out more than ``nic.max_retries`` times fails the connection.
 * REPS's early failure detection: ``FailureDetectionRTTMultiplier x base RTT`` after a
-  transmission, if still unacknowledged, it is one path failure for its entropy value (nothing
+  transmission, if still unacknowledged, it is one path failure for its entropy (nothing
   is retransmitted).
 * Timers: one pending event per PDC for each of the RTO and failure-detection deadlines; the
   deadlines sit in send-ordered queues (one per timeout level) checked when the timer fires.
@@ -48,8 +48,8 @@ from fabricsim.units import transmit_ps, transmitted_bytes
 
 if TYPE_CHECKING:
     from fabricsim.cc.base import CongestionControl
+    from fabricsim.lb.spraying import SprayingStrategy
     from fabricsim.nic.nic import Nic, NicEnv, PdcGroup
-    from fabricsim.nic.spraying import SprayingStrategy
     from fabricsim.packetsim.core import Packet
 
 UNSENT, OUT, LOST, ACKED = 0, 1, 2, 3
@@ -80,11 +80,11 @@ class Pdc:
     # fmt: off
 
     __slots__ = (
-        "flow", "index", "src", "dst", "local_port", "size", "npkts", "mss", "wire_full",
+        "flow", "index", "src", "dst", "src_port", "size", "npkts", "mss", "wire_full",
         "wire_last", "last_payload", "next_psn", "st", "sent_ts", "tmo", "una", "ack_w",
         "acked_pkts", "acked_bytes", "inflight", "retx", "group", "spray", "cc", "nic", "env",
         "in_active", "closed", "failed", "rx", "rto_q", "rto_at", "rto_tok", "fd_q", "fd_at",
-        "rate_cap_bps", "next_send_ps", "wake_pending", "first_ev", "labels", "sent",
+        "rate_cap_bps", "next_send_ps", "wake_pending", "first_entropy", "labels", "sent",
         "retransmitted", "paced", "rkey", "rkey_back", "floor_bytes",
     )
 
@@ -98,13 +98,13 @@ class Pdc:
         index: int,
         dst: int,
         size: int,
-        local_port: int,
+        src_port: int,
         cc: CongestionControl,
         rate_cap_bps: float = float("inf"),
     ) -> None:
         mss, hdr = env.mss, env.hdr
         self.env, self.nic, self.flow, self.index = env, nic, flow, index
-        self.src, self.dst, self.local_port, self.size = nic.host, dst, local_port, size
+        self.src, self.dst, self.src_port, self.size = nic.host, dst, src_port, size
         self.npkts = max(1, -(-size // mss))
         self.mss = mss
         self.last_payload = size - (self.npkts - 1) * mss
@@ -140,9 +140,24 @@ class Pdc:
             )
         self.rkey = ((self.src << 20) | dst) << 16  # | entropy: the route cache key
         self.rkey_back = ((dst << 20) | self.src) << 16  # ... of its ACKs
-        self.first_ev = -1
+        self.first_entropy = -1  # entropy of its first data packet (-1: none sent yet)
         self.labels: dict[str, None] = {}
         self.sent = self.retransmitted = 0
+
+    # Older names (``packetsim/engine.py`` still uses them): see the entropy rule in fabricsim.lb.
+    @property
+    def local_port(self) -> int:
+        """Alias of :attr:`src_port` (the PDC's configured UDP source port)."""
+        return self.src_port
+
+    @local_port.setter
+    def local_port(self, port: int) -> None:
+        self.src_port = port
+
+    @property
+    def first_ev(self) -> int:
+        """Alias of :attr:`first_entropy`."""
+        return self.first_entropy
 
     # -- sending ---------------------------------------------------------------------------
     def sendable(self) -> bool:
@@ -180,16 +195,16 @@ class Pdc:
         return self._emit(psn, size, retx)
 
     def _emit(self, psn: int, size: int, retx: bool) -> Packet:
-        """Build and account the data packet of ``psn`` on a fresh entropy value."""
+        """Build and account the data packet of ``psn`` on a fresh entropy."""
         env = self.env
         now = env.sim.now
         spray = self.spray
         if env.monitor is not None:
             pre = (getattr(spray, "state", None), getattr(spray, "count", None))
-        ev = spray.next_entropy()
-        route = env.routes.cache.get(self.rkey | ev)
+        entropy = spray.next_entropy()
+        route = env.routes.cache.get(self.rkey | entropy)
         if route is None:
-            route = env.routes.get(self.src, self.dst, ev)
+            route = env.routes.get(self.src, self.dst, entropy)
         pkt = env.pool.get()
         pkt.kind = DATA
         pkt.pdc = self
@@ -197,27 +212,27 @@ class Pdc:
         pkt.psn = psn
         pkt.size = size
         pkt.payload = size - env.hdr
-        pkt.entropy = ev
+        pkt.entropy = entropy
         pkt.hops = route.hops
         pkt.hop = 0
         pkt.ts = now
         self.st[psn] = OUT
         self.sent_ts[psn] = now
         self.inflight += size
-        self._track(psn, now, ev)
+        self._track(psn, now, entropy)
         self.sent += 1
-        if self.first_ev < 0:
-            self.first_ev = ev
+        if self.first_entropy < 0:
+            self.first_entropy = entropy
         self.labels[route.label] = None
         if env.monitor is not None:
             state, cache = pre
-            row = (now, retx, self.flow, psn, ev, spray.explored, spray.reason, route.label)
+            row = (now, retx, self.flow, psn, entropy, spray.explored, spray.reason, route.label)
             env.monitor.append((*row, state, cache))
         if env.spine is not None:
             env.spine.touch(route.tops, self.flow)
         return pkt
 
-    def _track(self, psn: int, now: int, ev: int) -> None:
+    def _track(self, psn: int, now: int, entropy: int) -> None:
         """Queue the transmission's RTO and early-failure deadlines; arm the timers."""
         env = self.env
         level = self.tmo[psn]
@@ -225,12 +240,12 @@ class Pdc:
         if level:
             while level >= len(self.rto_q):
                 self.rto_q.append(deque())
-        self.rto_q[level].append((deadline, psn, now, ev))
+        self.rto_q[level].append((deadline, psn, now, entropy))
         if self.rto_at < 0 or deadline < self.rto_at:
             self._arm_rto(deadline)
         if env.fd_mult:
             fd = now + int(env.fd_mult * self.cc.base_rtt_ps)
-            self.fd_q.append((fd, psn, now, ev))
+            self.fd_q.append((fd, psn, now, entropy))
             if self.fd_at < 0:
                 self.fd_at = fd
                 env.sim.at(fd, self._on_fd)
@@ -300,10 +315,10 @@ class Pdc:
                 w >>= t
                 self.una = una + t
             self.ack_w = w
-        ev, ecn, ts = pkt.entropy, pkt.ecn, pkt.ts
+        entropy, ecn, ts = pkt.entropy, pkt.ecn, pkt.ts
         env.pool.put(pkt)
         if self.spray.feedback:
-            self.spray.on_ack(ev, ecn)
+            self.spray.on_ack(entropy, ecn)
         now = env.sim.now
         self.cc.on_ack(now, acked, now - ts, ecn, self.inflight)
         if self.acked_pkts == self.npkts:
@@ -315,14 +330,14 @@ class Pdc:
 
     def on_nack(self, pkt: Packet) -> None:
         """NACK of a trimmed packet: if it is the latest transmission, retransmit the PSN."""
-        psn, ts, ev = pkt.psn, pkt.ts, pkt.entropy
+        psn, ts, entropy = pkt.psn, pkt.ts, pkt.entropy
         self.env.pool.put(pkt)
         if self.closed or self.st[psn] != OUT or self.sent_ts[psn] != ts:
             return
         size = self._lose(psn)
         self.nic.nacks += 1
         if self.spray.feedback:
-            self.spray.on_nack(ev)
+            self.spray.on_nack(entropy)
         self.cc.on_nack(self.env.sim.now, size)
         if not self.in_active:
             self.nic.activate(self)
@@ -349,14 +364,14 @@ class Pdc:
         nxt = -1
         for q in self.rto_q:
             while q:
-                deadline, psn, t0, ev = q[0]
+                deadline, psn, t0, entropy = q[0]
                 if st[psn] != OUT or ts[psn] != t0:
                     q.popleft()
                     continue
                 if deadline > now:
                     break
                 q.popleft()
-                self._timeout(psn, ev)
+                self._timeout(psn, entropy)
                 if self.closed:
                     return
             if q and (nxt < 0 or q[0][0] < nxt):
@@ -366,7 +381,7 @@ class Pdc:
         if not self.in_active and self.retx:
             self.nic.activate(self)
 
-    def _timeout(self, psn: int, ev: int) -> None:
+    def _timeout(self, psn: int, entropy: int) -> None:
         self.tmo[psn] += 1
         self.nic.timeouts += 1
         if self.tmo[psn] > self.env.max_retries:
@@ -374,7 +389,7 @@ class Pdc:
             return
         self._lose(psn)
         if self.spray.feedback:
-            self.spray.on_path_failure(ev)
+            self.spray.on_path_failure(entropy)
         self.cc.on_timeout(self.env.sim.now)
 
     def _on_fd(self, _: Any) -> None:
@@ -384,7 +399,7 @@ class Pdc:
         now = self.env.sim.now
         st, ts, q = self.st, self.sent_ts, self.fd_q
         while q:
-            deadline, psn, t0, ev = q[0]
+            deadline, psn, t0, entropy = q[0]
             if st[psn] != OUT or ts[psn] != t0:
                 q.popleft()
                 continue
@@ -392,7 +407,7 @@ class Pdc:
                 break
             q.popleft()
             self.nic.early_failures += 1
-            self.spray.on_path_failure(ev)
+            self.spray.on_path_failure(entropy)
         if q:
             self.fd_at = q[0][0]
             self.env.sim.at(self.fd_at, self._on_fd)

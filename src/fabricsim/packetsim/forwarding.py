@@ -3,22 +3,23 @@
 Two kinds of strategy pick the member of the ECMP group toward a packet's destination:
 
 * **Hashing** (:class:`Forwarding`, ``switch.load_balancing_method: ecmp``).  ``EcmpForwarding``
-  hashes the 5-tuple whose UDP source port is the packet's entropy value with the switch's hash
+  hashes the 5-tuple whose UDP source port is the packet's entropy with the switch's hash
   (``Router.member`` on ``router.base(src, dst) ^ PORT_TABLE[entropy]``), so a packet's whole
   path is a function of (src, dst, entropy) and the :class:`RouteTable` computes it once and
   caches it.  ``RandomForwarding`` (``hash_method: random``) draws a member per packet at each
   stage, so its routes are drawn per packet.
-* **Member choice on live state** (:class:`MemberChoice`, one object per switch):
-  ``adaptive`` (per packet, the member whose output port has the least queued bytes, ties
-  broken at random), ``flowlet`` (a flow -- the 5-tuple, so one entropy value -- keeps its
-  member until it has been idle longer than ``switch.flowlet_gap_us``, then picks anew, at
-  random as LetFlow or the least loaded member: ``switch.flowlet_pick``) and ``spray`` (a
-  random member per packet).  Such a choice cannot be precomputed: a data route then stops at
-  a :class:`Decider` element at every switch with more than one member; the decider picks the
-  member, swaps the packet's ``hops`` for the continuation through that member (built once and
-  kept), and hands it to the member's port at once.  Only data packets (and their trimmed
+* **Member choice on live state** (:class:`~fabricsim.lb.switch.MemberChoice`, one object per
+  switch, built by :func:`make_member_choices` from the registered switch method in
+  :mod:`fabricsim.lb`): ``adaptive`` (per packet, the member whose output port has the least
+  queued bytes, ties broken at random), ``flowlet`` (a flow -- the 5-tuple, so one entropy --
+  keeps its member until it has been idle longer than ``switch.flowlet_gap_us``, then picks
+  anew, at random as LetFlow or the least loaded member: ``switch.flowlet_pick``) and
+  ``spray`` (a random member per packet).  Such a choice cannot be precomputed: a data route
+  then stops at a :class:`Decider` element at every switch with more than one member; the
+  decider picks the member, swaps the packet's ``hops`` for the continuation through that
+  member (built once and kept), and hands it to the member's port at once.  Only data packets (and their trimmed
   headers, which are hashed) pass deciders: ACKs and NACKs follow the hashed route of their
-  entropy value, as small control packets do on switches that balance data adaptively.
+  entropy, as small control packets do on switches that balance data adaptively.
 
 A switch knows the state of its own ports: under a live member choice no packet leaves by a
 member whose link has failed (unless every member has) -- data packets by the choice, control
@@ -34,11 +35,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabricsim.config.models import Scenario
+from fabricsim.lb.switch import MemberChoice, SwitchContext, switch_method
 from fabricsim.packetsim.core import DATA, Packet, Port, Sim
-from fabricsim.routing.hashing import PORT_TABLE, switch_hash_int
+from fabricsim.routing.hashing import PORT_TABLE, hash_method, switch_hash_int
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import Fabric
-from fabricsim.units import us_to_ps
 
 _PORTS = PORT_TABLE.tolist()  # perf: Python ints, no numpy scalar per lookup
 
@@ -95,7 +96,7 @@ class RandomForwarding(Forwarding):
 def make_forwarding(sc: Scenario, router: Router, rand: Callable[[], float]) -> Forwarding:
     """The hash of the scenario's switches (every switch the same): routes of control packets,
     and of data packets under ``switch.load_balancing_method: ecmp``."""
-    if sc.switch.hash_method == "random":
+    if not hash_method(sc.switch.hash_method).deterministic:  # random: a member per packet
         return RandomForwarding(rand)
     return EcmpForwarding(router)
 
@@ -103,148 +104,21 @@ def make_forwarding(sc: Scenario, router: Router, rand: Callable[[], float]) -> 
 # -- member choice on live state --------------------------------------------------------------
 
 
-class MemberChoice:
-    """Interface: a switch's choice among the members of a group, per data packet.
-
-    ``pick(dec, pkt)`` returns the index of the member in ``dec.ports`` (the output ports of
-    the group's links at this switch) for ``pkt``.  One object per switch.
-    """
-
-    name = "base"
-
-    def pick(self, dec: Decider, pkt: Packet) -> int:  # pragma: no cover - interface
-        raise NotImplementedError
-
-
-class SprayChoice(MemberChoice):
-    """``spray``: a uniformly random member per packet (live members only)."""
-
-    name = "spray"
-
-    def __init__(self, rand: Callable[[], float]) -> None:
-        self.rand = rand
-
-    def pick(self, dec: Decider, pkt: Packet) -> int:
-        return random_live(dec.ports, self.rand)
-
-
-def random_live(ports: list[Port], rand: Callable[[], float]) -> int:
-    """Index of a uniformly random port among those whose link has not failed (any if none)."""
-    m = int(rand() * len(ports))
-    if ports[m].failed:
-        live = [i for i, p in enumerate(ports) if not p.failed] or [m]
-        m = live[int(rand() * len(live))]
-    return m
-
-
-class AdaptiveChoice(MemberChoice):
-    """``adaptive``: the member with the least queued bytes; ties broken uniformly at random.
-
-    Queued bytes (data and priority bytes waiting at the member's output port) are compared
-    in units of ``quantum_bytes`` (``switch.adaptive_quantum_bytes``, default one full packet),
-    as switches quantize port load: queues within the same unit tie.  Exact byte comparison
-    makes a flow follow small, persistent queue differences, which skews its bytes over the
-    paths and overloads the downlinks no switch on the way up can see (measured: 4 % higher
-    mean and 17 % higher P99 FCT than one-packet units on the k = 8 permutation).  Members
-    whose link has failed are skipped.
-
-    Examples
-    --------
-    >>> class P:
-    ...     def __init__(self, q): self.qbytes, self.hbytes, self.failed = q, 0, False
-    >>> class D: ports = [P(9000), P(4000), P(4184)]
-    >>> AdaptiveChoice(lambda: 0.99, 4184).pick(D(), None)
-    1
-    """
-
-    name = "adaptive"
-
-    def __init__(self, rand: Callable[[], float], quantum_bytes: int) -> None:
-        self.rand, self.quantum = rand, max(1, quantum_bytes)
-
-    def pick(self, dec: Decider, pkt: Packet | None) -> int:
-        return least_loaded(dec.ports, self.quantum, self.rand)
-
-
-def least_loaded(ports: list[Port], quantum: int, rand: Callable[[], float]) -> int:
-    """Index of the live port with the fewest queued ``quantum`` units (ties: at random)."""
-    best = -1
-    m = ties = 0
-    for i, p in enumerate(ports):
-        if p.failed:
-            continue
-        q = (p.qbytes + p.hbytes) // quantum
-        if best < 0 or q < best:
-            best, m, ties = q, i, 1
-        elif q == best:
-            ties += 1
-            if rand() * ties < 1.0:  # reservoir sampling: each tied member equally likely
-                m = i
-    return m
-
-
-class FlowletChoice(MemberChoice):
-    """``flowlet``: a flow keeps its member until idle for more than ``gap_ps``.
-
-    A flow is a 5-tuple (source, destination, entropy value).  After a gap the member is
-    picked anew: uniformly at random (``random``, LetFlow) or the least loaded
-    (``least_loaded``).  A flow whose member's link has failed picks anew at once.
-    ``flowlets`` counts the picks.
-    """
-
-    name = "flowlet"
-
-    def __init__(
-        self,
-        rand: Callable[[], float],
-        sim: Sim | Any,
-        gap_ps: int,
-        pick: str = "random",
-        quantum_bytes: int = 1,
-    ) -> None:
-        self.rand, self.sim, self.gap_ps = rand, sim, gap_ps
-        self.least = pick == "least_loaded"
-        self.quantum = max(1, quantum_bytes)
-        self.table: dict[int, list[int]] = {}  # flow key -> [last packet time, member]
-        self.flowlets = 0
-
-    def pick(self, dec: Decider, pkt: Packet) -> int:
-        now = self.sim.now
-        key = dec.fkey | pkt.entropy
-        entry = self.table.get(key)
-        if entry is not None and now - entry[0] <= self.gap_ps:
-            entry[0] = now
-            m = entry[1]
-            if not dec.ports[m].failed:
-                return m
-        self.flowlets += 1
-        if self.least:
-            m = least_loaded(dec.ports, self.quantum, self.rand)
-        else:
-            m = random_live(dec.ports, self.rand)
-        if entry is None:
-            self.table[key] = [now, m]
-        else:
-            entry[0], entry[1] = now, m
-        return m
-
-
 def make_member_choices(
     sc: Scenario, fabric: Fabric, sim: Sim, rand: Callable[[], float]
 ) -> list[MemberChoice | None] | None:
-    """One :class:`MemberChoice` per node (None for hosts), or None under ``ecmp``."""
-    sw = sc.switch
-    method = sw.load_balancing_method
-    if method == "ecmp":
+    """One :class:`MemberChoice` per node (None for hosts), or None for a ``hashed`` method.
+
+    The method is the registered ``switch.load_balancing_method`` (:mod:`fabricsim.lb.switch`);
+    every switch gets its own object, all sharing ``rand``.
+    """
+    method = switch_method(sc.switch.load_balancing_method)
+    if method.hashed:
         return None
-    gap = us_to_ps(sw.flowlet_gap_us)
-    quantum = sw.adaptive_quantum_bytes or sc.nic.rdma_data_mss + sc.nic.header_bytes
-    build: dict[str, Callable[[], MemberChoice]] = {
-        "adaptive": lambda: AdaptiveChoice(rand, quantum),
-        "spray": lambda: SprayChoice(rand),
-        "flowlet": lambda: FlowletChoice(rand, sim, gap, sw.flowlet_pick, quantum),
-    }
-    return [build[method]() if n >= fabric.num_hosts else None for n in range(fabric.num_nodes)]
+    ctx = SwitchContext.of(sc, sim, rand)
+    return [
+        method.for_switch(ctx) if n >= fabric.num_hosts else None for n in range(fabric.num_nodes)
+    ]
 
 
 # -- routes -------------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ from typing import Final
 
 import numpy as np
 
+from fabricsim.config.names import register_name, unregister_name
+
 UDP: Final = 17
 KEY_LEN: Final = 13
 
@@ -116,12 +118,14 @@ class HashMethod:
 
     ``array`` works on a uint32 array (all 65,536 source ports at once: the inverse hash),
     ``scalar`` on one Python int (forwarding); both give the same values.  A method without
-    them (``random``) picks a member per packet and has no inverse.
+    them (``random``) picks a member per packet and has no inverse.  ``help`` is its one line
+    in the config name table.
     """
 
     name: str
     array: Callable[[np.ndarray, int], np.ndarray] | None = None
     scalar: Callable[[int, int], int] | None = None
+    help: str = ""
 
     @property
     def deterministic(self) -> bool:
@@ -129,17 +133,30 @@ class HashMethod:
 
 
 _HASHES: dict[str, HashMethod] = {}
+POINT: Final = "switch.hash_method"
 
 
 def register_hash(method: HashMethod) -> HashMethod:
     """Add a hash method (its ``name`` becomes a value of ``switch.hash_method``)."""
+    register_name(POINT, method.name, method.help or f"the {method.name} hash of the 5-tuple")
     _HASHES[method.name] = method
     return method
+
+
+def unregister_hash(name: str) -> None:
+    """Remove the hash method ``name`` (and its config name)."""
+    _HASHES.pop(name, None)
+    unregister_name(POINT, name)
 
 
 def registered_hashes() -> tuple[str, ...]:
     """Names of the registered hash methods, in registration order."""
     return tuple(_HASHES)
+
+
+def hash_method(name: str) -> HashMethod:
+    """The registered hash method ``name`` (KeyError if none: config validated the name)."""
+    return _HASHES[name]
 
 
 def _rotr_int(x: int, bits: int) -> int:
@@ -151,16 +168,31 @@ def _offset_bits(tier: int) -> int:
     return 8 * max(tier - 1, 0)
 
 
-register_hash(HashMethod("crc32WithSalt", lambda x, tier: fmix32(x), lambda x, tier: fmix32_int(x)))
-register_hash(HashMethod("crc32", lambda x, tier: x, lambda x, tier: x))
+register_hash(
+    HashMethod(
+        "crc32WithSalt",
+        lambda x, tier: fmix32(x),
+        lambda x, tier: fmix32_int(x),
+        "murmur3's finaliser of crc ^ salt: successive stages' choices independent",
+    )
+)
+register_hash(
+    HashMethod(
+        "crc32",
+        lambda x, tier: x,
+        lambda x, tier: x,
+        "crc ^ salt: linear, so successive stages' choices are locked together (polarization)",
+    )
+)
 register_hash(
     HashMethod(
         "crc32Offset",
         lambda x, tier: _rotr(x, _offset_bits(tier)),
         lambda x, tier: _rotr_int(x, _offset_bits(tier)),
+        "crc ^ salt rotated by 8 x (tier - 1) bits: each tier reads different CRC bits",
     )
 )
-register_hash(HashMethod("random"))
+register_hash(HashMethod("random", help="a uniformly random member per packet (no hash)"))
 HASH_METHODS: Final = registered_hashes()
 
 

@@ -1,0 +1,311 @@
+"""NIC spraying types (``nic.packet_spraying_type``): the registry, ``none``, ``default``, ``oblivious``.
+
+A spraying type is one :class:`SprayingStrategy` subclass carrying both of its forms:
+
+* **packet form** -- the class itself: a small state machine with no event loop inside
+  (htsim's ``nextEntropy`` / ``processEv``), one instance per PDC group, built by
+  :meth:`SprayingStrategy.for_group`.  The NIC asks :meth:`~SprayingStrategy.next_entropy`
+  for the entropy of every data packet and every retransmission, and reports feedback: a data
+  ACK (:meth:`~SprayingStrategy.on_ack`, with its ECN echo), a NACK for an outstanding packet
+  (:meth:`~SprayingStrategy.on_nack`), and a path failure -- a retransmission timeout or an
+  early failure detection (:meth:`~SprayingStrategy.on_path_failure`).  After each
+  ``next_entropy`` the attributes ``explored`` (bool) and ``reason`` (``"cache_empty"``,
+  ``"window"`` or None) describe the choice, for the UET monitor.
+* **fluid form** -- ``fluid``: the :class:`FluidForm` the flow engine splits a connection's
+  bytes with (the entropies a connection's packets use, as shares of its bytes), or None for a
+  type only the packet engine can run; then ``packet_only`` says why, and that declaration is
+  what the flow engine's refusal reads.
+
+The built-in types: ``none`` (the creating PDC's source port for the group's whole life),
+``default`` (strict round robin over ``2^EntropyMaskBits`` values from ``StartingPortOffset``,
+modulo 65,536, one step per data packet or retransmission), ``oblivious`` (a fresh uniformly
+random value per packet) and ``reps`` (:mod:`fabricsim.lb.reps`, packet only).
+
+Examples
+--------
+>>> s = DefaultSpraying(starting_port_offset=65535, entropy_mask_bits=8)
+>>> [s.next_entropy() for _ in range(3)]
+[65535, 0, 1]
+>>> spraying_type("oblivious").engines()
+('flow', 'packet')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+from fabricsim.config.models import NicConfig
+from fabricsim.lb.registry import Method, Registry, help_of
+from fabricsim.routing.router import Path, Router
+
+WeightedPaths = list[tuple[Path, float]]
+"""Paths of a connection with the share of its bytes on each (shares sum to 1)."""
+
+
+class Clock(Protocol):
+    """Anything with the current simulated time ``now`` in integer picoseconds."""
+
+    now: int
+
+
+class PortOwner(Protocol):
+    """The PDC that created a group: its configured UDP source port (read live)."""
+
+    src_port: int
+
+
+@dataclass(frozen=True, slots=True)
+class SprayContext:
+    """What a new PDC group's spraying state may use.
+
+    ``creator`` is the PDC that created the group, ``rand`` the NIC's uniform [0, 1) draws,
+    ``clock`` the simulation, ``window_packets`` REPS's exploration window of this NIC and
+    ``freezing_timeout_ps`` ``nic.freezing_timeout_us`` in picoseconds.
+    """
+
+    nic: NicConfig
+    creator: PortOwner
+    rand: Callable[[], float]
+    clock: Clock
+    window_packets: int
+    freezing_timeout_ps: int
+
+
+# -- fluid forms ---------------------------------------------------------------------------------
+
+
+class FluidForm:
+    """Interface: a spraying type's fluid limit, the flow engine's view of it (built from
+    ``nic``, the scenario's NIC section).
+
+    ``weights(router, src, dst, src_port)`` is the connection's weighted paths (empty if it
+    cannot be routed); ``per_connection`` says whether they depend on the connection's own
+    ``src_port`` (else one result serves every connection of the pair); ``first_entropy``
+    is the entropy the flows table shows for a connection on ``src_port``.
+    """
+
+    per_connection = False
+
+    def __init__(self, nic: NicConfig) -> None:
+        pass
+
+    def weights(self, router: Router, src: int, dst: int, src_port: int) -> WeightedPaths:
+        raise NotImplementedError  # pragma: no cover - interface
+
+    def first_entropy(self, src_port: int) -> int:
+        return src_port
+
+
+class OnePort(FluidForm):
+    """Every packet on the connection's own source port: the one path the hash gives it."""
+
+    per_connection = True
+
+    def weights(self, router: Router, src: int, dst: int, src_port: int) -> WeightedPaths:
+        path = router.route(src, dst, src_port)
+        return [(path, 1.0)] if path is not None else []
+
+
+class PortSet(FluidForm):
+    """The ``default`` round robin's ports, each path weighted by the ports that reach it."""
+
+    def __init__(self, nic: NicConfig) -> None:
+        count = 2**nic.entropy_mask_bits
+        self.ports = (nic.starting_port_offset + np.arange(count)) % 65536
+
+    def weights(self, router: Router, src: int, dst: int, src_port: int) -> WeightedPaths:
+        ports = self.ports
+        total = len(ports)
+        out = []
+        for path, members in router.ports_per_path(src, dst).items():
+            n = int(np.isin(ports, members, assume_unique=False).sum())
+            if n:
+                out.append((path, n / total))
+        return out
+
+    def first_entropy(self, src_port: int) -> int:
+        return int(self.ports[0])
+
+
+class AllPorts(FluidForm):
+    """All 65,536 values equally: each path weighted by the share of ports that reach it."""
+
+    def weights(self, router: Router, src: int, dst: int, src_port: int) -> WeightedPaths:
+        per_path = router.ports_per_path(src, dst)
+        return [(p, len(m) / 65536) for p, m in per_path.items() if len(m)]
+
+
+# -- packet forms and the registry ---------------------------------------------------------------
+
+
+class SprayingStrategy:
+    """Base class and interface: every packet on one fixed value, feedback ignored.
+
+    Class attributes a spraying type declares: ``name`` (the config value), ``help`` (one
+    line), ``aliases`` (other accepted spellings; case, spaces and ``_`` are ignored),
+    ``knobs`` (the ``nic.*`` keys it reads), ``feedback`` (whether the ``on_*`` methods do
+    anything), ``early_failure_detection`` (whether the NIC runs
+    ``nic.failure_detection_rtt_multiplier`` deadlines for it), ``fluid`` and ``packet_only``
+    (see the module docstring).
+    """
+
+    name = "base"
+    help = ""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    knobs: ClassVar[tuple[str, ...]] = ()
+    feedback = False
+    early_failure_detection = False
+    fluid: ClassVar[type[FluidForm] | None] = None
+    packet_only: ClassVar[str | None] = None
+    explored = False
+    reason: str | None = None
+
+    @classmethod
+    def for_group(cls, ctx: SprayContext) -> SprayingStrategy:  # pragma: no cover - interface
+        """A fresh spraying state for a new PDC group."""
+        raise NotImplementedError
+
+    @classmethod
+    def engines(cls) -> tuple[str, ...]:
+        """The engines that run it: the flow engine too when it has a fluid form."""
+        return ("flow", "packet") if cls.fluid is not None else ("packet",)
+
+    def next_entropy(self) -> int:  # pragma: no cover - interface
+        """Entropy (UDP source port) of the next data packet or retransmission."""
+        raise NotImplementedError
+
+    def on_ack(self, entropy: int, ecn: bool) -> None:
+        """A data ACK arrived carrying ``entropy``; ``ecn`` is its ECN echo."""
+
+    def on_nack(self, entropy: int) -> None:
+        """A NACK arrived for an outstanding packet sent on ``entropy``."""
+
+    def on_path_failure(self, entropy: int) -> None:
+        """The packet sent on ``entropy`` timed out or missed its early-failure deadline."""
+
+
+def _describe(cls: type[SprayingStrategy]) -> Method:
+    why = None if cls.packet_only is None else f"needs the packet engine ({cls.packet_only})"
+    return Method("nic.packet_spraying_type", cls.name, help_of(cls), cls.engines(), why, cls.knobs)
+
+
+SPRAYING: Registry[type[SprayingStrategy]] = Registry("nic.packet_spraying_type", _describe)
+"""The spraying types by ``nic.packet_spraying_type`` name."""
+
+
+def register_spraying(cls: type[SprayingStrategy]) -> type[SprayingStrategy]:
+    """Class decorator: register a spraying type under its ``name``."""
+    if cls.fluid is None and not cls.packet_only:
+        raise ValueError(f"spraying type {cls.name}: declare a fluid form or why packet only")
+    return SPRAYING.register(cls)
+
+
+def unregister_spraying(name: str) -> None:
+    """Remove the spraying type ``name`` (and its config name)."""
+    SPRAYING.unregister(name)
+
+
+def registered_spraying() -> dict[str, type[SprayingStrategy]]:
+    """The registered spraying types by name, in registration order."""
+    return SPRAYING.items()
+
+
+def spraying_type(name: str) -> type[SprayingStrategy]:
+    """The spraying type registered as ``name`` (:class:`ConfigError` listing them if none)."""
+    return SPRAYING.get(name)
+
+
+def make_spraying(
+    nic: NicConfig,
+    creator: PortOwner,
+    rand: Callable[[], float],
+    clock: Clock,
+    window_packets: int,
+    freezing_timeout_ps: int,
+) -> SprayingStrategy:
+    """A fresh spraying state for a new PDC group (``nic.packet_spraying_type``)."""
+    ctx = SprayContext(nic, creator, rand, clock, window_packets, freezing_timeout_ps)
+    return SPRAYING.get(nic.packet_spraying_type).for_group(ctx)
+
+
+@register_spraying
+class NoSpraying(SprayingStrategy):
+    """``none``: the source port of the group's creating PDC (read live: a re-route moves it).
+
+    Examples
+    --------
+    >>> class P: src_port = 4242
+    >>> NoSpraying(P()).next_entropy()
+    4242
+    """
+
+    name = "none"
+    help = "no spraying: every packet on its connection's own source port (per-flow ECMP)"
+    fluid = OnePort
+
+    def __init__(self, creator: PortOwner) -> None:
+        self.creator = creator
+
+    @classmethod
+    def for_group(cls, ctx: SprayContext) -> SprayingStrategy:
+        return cls(ctx.creator)
+
+    def next_entropy(self) -> int:
+        return self.creator.src_port
+
+
+@register_spraying
+class DefaultSpraying(SprayingStrategy):
+    """``default``: round robin over ``2^entropy_mask_bits`` ports from ``starting_port_offset``.
+
+    Examples
+    --------
+    >>> s = DefaultSpraying(256, 7)
+    >>> vals = [s.next_entropy() for _ in range(256)]
+    >>> min(vals), max(vals), vals.count(256)
+    (256, 383, 2)
+    """
+
+    name = "default"
+    help = "round robin over 2^EntropyMaskBits entropies from StartingPortOffset"
+    aliases = ("DefaultPacketSpraying",)
+    knobs = ("nic.entropy_mask_bits", "nic.starting_port_offset")
+    fluid = PortSet
+
+    def __init__(self, starting_port_offset: int = 256, entropy_mask_bits: int = 7) -> None:
+        self.start = starting_port_offset
+        self.mask = (1 << entropy_mask_bits) - 1
+        self.step = 0
+
+    @classmethod
+    def for_group(cls, ctx: SprayContext) -> SprayingStrategy:
+        return cls(ctx.nic.starting_port_offset, ctx.nic.entropy_mask_bits)
+
+    def next_entropy(self) -> int:
+        i = self.step
+        self.step = i + 1
+        return (self.start + (i & self.mask)) & 0xFFFF
+
+
+@register_spraying
+class ObliviousSpraying(SprayingStrategy):
+    """``oblivious``: a fresh uniformly random value in 0..65535 for every packet."""
+
+    name = "oblivious"
+    help = "a fresh uniformly random entropy per packet"
+    aliases = ("ObliviousPacketSpraying",)
+    fluid = AllPorts
+
+    def __init__(self, rand: Callable[[], float]) -> None:
+        self.rand = rand
+
+    @classmethod
+    def for_group(cls, ctx: SprayContext) -> SprayingStrategy:
+        return cls(ctx.rand)
+
+    def next_entropy(self) -> int:
+        return int(self.rand() * 65536)
