@@ -38,7 +38,7 @@ from fabricsim.config.loader import effective_scenario, load_scenario
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.backend import check_workers
-from fabricsim.experiments.methods import DEFAULT_METHODS, compare_methods
+from fabricsim.experiments.methods import compare_methods, default_methods
 from fabricsim.experiments.plan import RunSpec, plan_methods
 from fabricsim.experiments.runner import ENGINES, fabric_of, run
 from fabricsim.experiments.runs import run_tasks
@@ -135,7 +135,7 @@ def compare(
         Directory for the runs (``<method>/seed-<N>/``), ``compare.csv`` and ``runs.csv``
         (None: nothing written); checked first, replaced whole at the end (see above).
     methods
-        Subset of the engine's methods (default :data:`.methods.DEFAULT_METHODS`).
+        Subset of the engine's methods (default :func:`.methods.default_methods`).
     workers
         Processes running in parallel (1: in this process); they die with this process.
     progress
@@ -199,7 +199,7 @@ def _check_seeds(seeds: Any) -> None:
 def _methods(methods: Sequence[str] | None, engine: str) -> list[str]:
     """The methods to run: the engine's defaults, or a non-empty list without repeats."""
     if methods is None:
-        return list(DEFAULT_METHODS[engine])
+        return list(default_methods(engine))
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
     chosen = list(methods)

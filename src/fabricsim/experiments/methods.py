@@ -1,14 +1,18 @@
-"""The load-balancing methods ``fabricsim compare`` runs, per engine, and their overrides.
+"""The load-balancing methods ``fabricsim compare`` runs, per engine, read from the registries.
 
-The one place that lists them: :func:`compare_methods` (name -> what it is, overrides on top
-of per-flow ECMP) and :data:`DEFAULT_METHODS`; :func:`method_overrides` turns a name into the
-``--set`` overrides of one comparison run.  (To be rewired onto the ``lb`` registries, which
-will declare each method's help line and engines, in this module only.)
+:func:`compare_methods` lists every registered method (path policy, NIC spraying type, switch
+method; :func:`fabricsim.lb.registered_methods`) that runs on the engine and is ``compared``,
+as name -> (its ``label``, the overrides that select it on top of per-flow ECMP), the baseline
+``ecmp`` first.  A newly registered method appears here by itself.  :func:`default_methods` is
+what a comparison runs when none are named; :func:`method_overrides` turns a name into the
+``--set`` overrides of one comparison run.
 
 Examples
 --------
->>> sorted(compare_methods("flow"))
-['ecmp', 'ideal_spray', 'pinned', 'qp_scaling']
+>>> list(compare_methods("packet"))[:4]
+['ecmp', 'default', 'oblivious', 'reps']
+>>> default_methods("flow")
+('ecmp', 'ideal_spray', 'pinned', 'qp_scaling')
 >>> method_overrides("reps", "packet", 1)["nic.packet_spraying_type"]
 'reps'
 """
@@ -18,50 +22,60 @@ from __future__ import annotations
 from typing import Any
 
 from fabricsim.errors import ConfigError
+from fabricsim.lb import registered_methods
+from fabricsim.lb.registry import Method
 
-__all__ = ["DEFAULT_METHODS", "QP_COUNT", "compare_methods", "method_overrides"]
+__all__ = ["QP_COUNT", "compare_methods", "default_methods", "method_overrides"]
 
 _BASE_PACKET = {
     "lb.policy": "ecmp",
     "nic.packet_spraying_type": "none",
     "switch.load_balancing_method": "ecmp",
 }
-
-_PACKET_METHODS: dict[str, tuple[str, dict[str, Any]]] = {
-    "ecmp": ("per-flow ECMP hash", {}),
-    "default": ("NIC round robin over entropies", {"nic.packet_spraying_type": "default"}),
-    "oblivious": ("NIC random entropy per packet", {"nic.packet_spraying_type": "oblivious"}),
-    "reps": ("NIC recycled entropies (REPS)", {"nic.packet_spraying_type": "reps"}),
-    "adaptive": ("switch: least-queued member", {"switch.load_balancing_method": "adaptive"}),
-    "flowlet": ("switch: flowlets", {"switch.load_balancing_method": "flowlet"}),
-    "spray": ("switch: random member per packet", {"switch.load_balancing_method": "spray"}),
-    "pinned": ("path by destination slice", {"lb.policy": "pinned"}),
-    "qp_scaling": ("QPs per host pair (E-ECMP)", {"lb.policy": "qp_scaling"}),
-}
-
-_FLOW_METHODS: dict[str, tuple[str, dict[str, Any]]] = {
-    "ecmp": ("per-flow ECMP hash", {"lb.policy": "ecmp"}),
-    "ideal_spray": ("even split over all paths", {"lb.policy": "ideal_spray"}),
-    "pinned": ("path by destination slice", {"lb.policy": "pinned"}),
-    "qp_scaling": ("QPs per host pair (E-ECMP)", {"lb.policy": "qp_scaling"}),
-}
-
-DEFAULT_METHODS = {
-    "packet": ("ecmp", "default", "oblivious", "reps", "adaptive", "flowlet", "spray"),
-    "flow": ("ecmp", "ideal_spray", "pinned", "qp_scaling"),
-}
-"""The methods a comparison runs when none are named, per engine."""
+_BASELINE = "ecmp"  # lb.policy ecmp with no spraying and hashing switches
+_SPREADING = ("nic.packet_spraying_type", "switch.load_balancing_method")
 
 QP_COUNT = 4  # qp_scaling's connections per pair when the scenario has lb.qp_count = 1
+
+
+def _entry(m: Method) -> tuple[str, dict[str, Any]]:
+    over: dict[str, Any] = {} if m.name == _BASELINE else m.overrides
+    return (m.label or m.help, over)
+
+
+def _groups(engine: str) -> tuple[list[Method], list[Method], list[Method]]:
+    """The baseline, the spraying/switch methods, and the other policies ``engine`` runs."""
+    runs = [m for m in registered_methods() if m.compared and engine in m.engines]
+    base = [m for m in runs if m.point == "lb.policy" and m.name == _BASELINE]
+    spreading = [m for m in runs if m.point in _SPREADING]
+    policies = [m for m in runs if m.point == "lb.policy" and m.name != _BASELINE]
+    # the policies only this engine runs first (ideal_spray on the flow engine)
+    policies.sort(key=lambda m: len(m.engines))
+    return base, spreading, policies
 
 
 def compare_methods(engine: str) -> dict[str, tuple[str, dict[str, Any]]]:
     """The methods ``engine`` can compare: name -> (what it is, overrides on top of ECMP).
 
-    Packet engine: NIC spraying types and switch methods (and the two policies); flow engine:
-    the policies it can answer.
+    The flow engine's overrides are its policies' (``lb.policy``) and spraying types'; the
+    packet engine also has the switch methods.
     """
-    return _PACKET_METHODS if engine == "packet" else _FLOW_METHODS
+    base, spreading, policies = _groups(engine)
+    out = {m.name: _entry(m) for m in (*base, *spreading, *policies)}
+    if engine == "flow" and _BASELINE in out:
+        out[_BASELINE] = (out[_BASELINE][0], {"lb.policy": _BASELINE})
+    return out
+
+
+def default_methods(engine: str) -> tuple[str, ...]:
+    """What a comparison runs when no ``--methods`` are named.
+
+    Packet engine: the baseline and every spraying type and switch method (the mechanisms it
+    exists to show); flow engine: the baseline and every path policy.
+    """
+    base, spreading, policies = _groups(engine)
+    chosen = spreading if engine == "packet" else policies
+    return tuple(m.name for m in (*base, *chosen))
 
 
 def method_overrides(method: str, engine: str, qp_count: int) -> dict[str, Any]:

@@ -410,6 +410,7 @@ class ArkPolicy(PathPolicy):
     """
 
     name = "ark"
+    compared = False  # ARK vs ECMP is its own paired study (fabricsim run ark)
     help = "ARK: each flow on the source port of the lowest unreserved path"
     knobs = ("lb.ark_control_delay_us",)
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from fabricsim.config.models import ONE_PATH_PER_FLOW, Scenario
 from fabricsim.errors import ConfigError
-from fabricsim.lb.registry import Method, Registry, help_of
+from fabricsim.lb.registry import Method, Registry, describe_extras, help_of
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import Fabric
 from fabricsim.workloads.base import FlowTable
@@ -59,6 +59,7 @@ class PathPolicy:
     """Base policy: one connection per flow on the flow's own source port (per-flow ECMP)."""
 
     name = "ecmp"
+    label = "per-flow ECMP hash"
     help = "one connection per flow on the flow's own source port (per-flow ECMP)"
     flow_engine_only = False
     """True for a policy only the flow engine's fluid model can run (``ideal_spray``).
@@ -127,7 +128,9 @@ def with_rate_caps(policy: PathPolicy, flows: FlowTable) -> PathPolicy:
 
 def _describe(cls: type[PathPolicy]) -> Method:
     engines = ("flow",) if cls.flow_engine_only else ("flow", "packet")
-    return Method("lb.policy", cls.name, help_of(cls), engines, cls.refusal, cls.knobs)
+    return Method(
+        "lb.policy", cls.name, help_of(cls), engines, cls.refusal, cls.knobs, **describe_extras(cls)
+    )
 
 
 POLICIES: Registry[type[PathPolicy]] = Registry(

@@ -36,7 +36,9 @@ class Method:
     ``point`` is the config key (``switch.load_balancing_method``), ``name`` its value,
     ``help`` one line, ``engines`` the engines that run it, ``refusal`` the phrase an engine
     not in ``engines`` refuses it with (``<point>=<name> <refusal>; use --engine ...``; None:
-    the generic "is not run by the ... engine"), ``knobs`` the config keys only it reads.
+    the generic "is not run by the ... engine"), ``knobs`` the config keys only it reads,
+    ``label`` and ``compared`` what ``fabricsim compare`` shows and runs (class attributes of
+    the same names; see :func:`describe_extras`).
     """
 
     point: str
@@ -45,6 +47,10 @@ class Method:
     engines: tuple[str, ...]
     refusal: str | None = None
     knobs: tuple[str, ...] = ()
+    label: str = ""
+    """A few words for tables (``fabricsim compare``'s ``what``); empty: :attr:`help`."""
+    compared: bool = True
+    """Whether ``fabricsim compare`` offers it (False for a baseline's duplicate or a study's)."""
 
     @property
     def overrides(self) -> dict[str, str]:
@@ -53,6 +59,14 @@ class Method:
 
 
 T = TypeVar("T")
+
+
+def describe_extras(cls: Any) -> dict[str, Any]:
+    """The class's ``label`` and ``compared`` attributes, for :class:`Method`."""
+    return {
+        "label": str(getattr(cls, "label", "")),
+        "compared": bool(getattr(cls, "compared", True)),
+    }
 
 
 def help_of(cls: Any) -> str:

@@ -62,6 +62,7 @@ class RepsSpraying(SprayingStrategy):
     """
 
     name = "reps"
+    label = "NIC recycled entropies (REPS)"
     help = "Recycled Entropy Packet Spraying: recycle the entropies of ACKs without ECN"
     aliases = ("RecycledEntropyPacketSpraying",)
     knobs = (

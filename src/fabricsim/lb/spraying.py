@@ -39,7 +39,7 @@ from typing import ClassVar, Protocol
 import numpy as np
 
 from fabricsim.config.models import NicConfig
-from fabricsim.lb.registry import Method, Registry, help_of
+from fabricsim.lb.registry import Method, Registry, describe_extras, help_of
 from fabricsim.routing.router import Path, Router
 
 WeightedPaths = list[tuple[Path, float]]
@@ -190,7 +190,15 @@ class SprayingStrategy:
 
 def _describe(cls: type[SprayingStrategy]) -> Method:
     why = None if cls.packet_only is None else f"needs the packet engine ({cls.packet_only})"
-    return Method("nic.packet_spraying_type", cls.name, help_of(cls), cls.engines(), why, cls.knobs)
+    return Method(
+        "nic.packet_spraying_type",
+        cls.name,
+        help_of(cls),
+        cls.engines(),
+        why,
+        cls.knobs,
+        **describe_extras(cls),
+    )
 
 
 SPRAYING: Registry[type[SprayingStrategy]] = Registry("nic.packet_spraying_type", _describe)
@@ -244,6 +252,7 @@ class NoSpraying(SprayingStrategy):
     """
 
     name = "none"
+    compared = False  # the baseline: lb.policy ecmp
     help = "no spraying: every packet on its connection's own source port (per-flow ECMP)"
     fluid = OnePort
 
@@ -271,6 +280,7 @@ class DefaultSpraying(SprayingStrategy):
     """
 
     name = "default"
+    label = "NIC round robin over entropies"
     help = "round robin over 2^EntropyMaskBits entropies from StartingPortOffset"
     aliases = ("DefaultPacketSpraying",)
     knobs = ("nic.entropy_mask_bits", "nic.starting_port_offset")
@@ -296,6 +306,7 @@ class ObliviousSpraying(SprayingStrategy):
     """``oblivious``: a fresh uniformly random value in 0..65535 for every packet."""
 
     name = "oblivious"
+    label = "NIC random entropy per packet"
     help = "a fresh uniformly random entropy per packet"
     aliases = ("ObliviousPacketSpraying",)
     fluid = AllPorts

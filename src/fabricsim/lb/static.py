@@ -13,6 +13,7 @@ class PinnedPolicy(PathPolicy):
     """
 
     name = "pinned"
+    label = "path by destination slice"
     help = "path by destination slice, on the lowest source port the hash puts on it"
 
     def __init__(self, ctx: PolicyContext) -> None:
@@ -53,6 +54,7 @@ class QpScalingPolicy(PathPolicy):
     """
 
     name = "qp_scaling"
+    label = "QPs per host pair (E-ECMP)"
     help = "E-ECMP: lb.qp_count connections (distinct source ports) per host pair"
     knobs = ("lb.qp_count", "lb.qp_mode")
 
@@ -85,6 +87,7 @@ class IdealSprayPolicy(PathPolicy):
     """Flow engine only: every flow split evenly over all its equal-cost paths."""
 
     name = "ideal_spray"
+    label = "even split over all paths"
     help = "flow engine only: every flow split evenly over all its equal-cost paths"
     flow_engine_only = True
     refusal = "is the flow engine's ideal split"

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from fabricsim.config.models import Scenario, SwitchConfig
-from fabricsim.lb.registry import Method, Registry, help_of
+from fabricsim.lb.registry import Method, Registry, describe_extras, help_of
 from fabricsim.units import us_to_ps
 
 
@@ -119,7 +119,13 @@ class MemberChoice:
 def _describe(cls: type[MemberChoice]) -> Method:
     why = None if "flow" in cls.engines else cls.packet_only
     return Method(
-        "switch.load_balancing_method", cls.name, help_of(cls), cls.engines, why, cls.knobs
+        "switch.load_balancing_method",
+        cls.name,
+        help_of(cls),
+        cls.engines,
+        why,
+        cls.knobs,
+        **describe_extras(cls),
     )
 
 
@@ -152,6 +158,7 @@ class EcmpChoice(MemberChoice):
     """``ecmp``: no choice object -- the switch's hash of the 5-tuple (``switch.hash_method``)."""
 
     name = "ecmp"
+    compared = False  # the baseline: lb.policy ecmp
     help = "per-flow ECMP: the switch's hash of the packet's 5-tuple picks the member"
     engines = ("flow", "packet")
     packet_only = None

@@ -40,6 +40,7 @@ class AdaptiveChoice(MemberChoice):
     """
 
     name = "adaptive"
+    label = "switch: least-queued member"
     help = "per packet, the member whose output port has the least queued bytes"
     knobs = ("switch.adaptive_quantum_bytes",)
 

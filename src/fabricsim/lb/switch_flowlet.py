@@ -41,6 +41,7 @@ class FlowletChoice(MemberChoice):
     """
 
     name = "flowlet"
+    label = "switch: flowlets"
     help = "a flow (5-tuple) keeps its member until idle longer than switch.flowlet_gap_us"
     knobs = ("switch.flowlet_gap_us", "switch.flowlet_pick")
 

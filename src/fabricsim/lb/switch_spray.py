@@ -27,6 +27,7 @@ class SprayChoice(MemberChoice):
     """
 
     name = "spray"
+    label = "switch: random member per packet"
     help = "a uniformly random member per packet"
 
     def __init__(self, rand: Callable[[], float]) -> None:
