@@ -2,5 +2,5 @@
 
 ``pdc`` holds the per-connection sender and receiver state, ``nic`` the NIC itself; the
 spraying types it builds by name (``nic.packet_spraying_type``) are in :mod:`fabricsim.lb`
-(``spraying`` is a re-export kept for older importers).
+(``lb/spraying.py``, ``lb/reps.py``).
 """

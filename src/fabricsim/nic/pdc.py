@@ -144,21 +144,6 @@ class Pdc:
         self.labels: dict[str, None] = {}
         self.sent = self.retransmitted = 0
 
-    # Older names (``packetsim/engine.py`` still uses them): see the entropy rule in fabricsim.lb.
-    @property
-    def local_port(self) -> int:
-        """Alias of :attr:`src_port` (the PDC's configured UDP source port)."""
-        return self.src_port
-
-    @local_port.setter
-    def local_port(self, port: int) -> None:
-        self.src_port = port
-
-    @property
-    def first_ev(self) -> int:
-        """Alias of :attr:`first_entropy`."""
-        return self.first_entropy
-
     # -- sending ---------------------------------------------------------------------------
     def sendable(self) -> bool:
         """Whether it has anything to send (ignoring window and pacing)."""

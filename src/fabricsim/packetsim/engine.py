@@ -35,9 +35,9 @@ from fabricsim.engine_api import EngineOutput, wire_bytes
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
+from fabricsim.lb.reps import exploration_window_packets
 from fabricsim.nic.nic import Nic, NicEnv
 from fabricsim.nic.pdc import Pdc
-from fabricsim.nic.spraying import exploration_window_packets
 from fabricsim.packetsim import records as rec
 from fabricsim.packetsim.core import (
     ACK,
@@ -124,10 +124,6 @@ def check_packet_scenario(sc: Scenario) -> None:
             "connections to one peer share their PDC group's entropy value (one path); set "
             "nic.pdc_groups_enabled=false for one path per QP",
             stacklevel=3,
-        )
-    if sc.lb.policy == "ideal_spray":
-        raise EngineRefusal(
-            "lb.policy=ideal_spray is the flow engine's ideal split; use --engine flow"
         )
 
 
@@ -341,7 +337,7 @@ class PacketEngine:
     def reroute(self, flow: int, index: int, src_port: int) -> None:
         """Move connection ``index`` of ``flow`` to PDC local port ``src_port``."""
         if index < len(self.pdcs[flow]):
-            self.pdcs[flow][index].local_port = int(src_port)
+            self.pdcs[flow][index].src_port = int(src_port)
 
     def fail_link_at(self, link: str, at_s: float) -> None:
         """Link ``link`` (name ``A->B``) black-holes from ``at_s`` on (``topology.link_failures``).
@@ -493,7 +489,10 @@ class PacketEngine:
         )
         entropy = np.array(
             [
-                next((p.first_ev for p in self.pdcs[i] if p.first_ev >= 0), int(f.src_port[i]))
+                next(
+                    (p.first_entropy for p in self.pdcs[i] if p.first_entropy >= 0),
+                    int(f.src_port[i]),
+                )
                 for i in range(n)
             ],
             dtype=np.int64,
