@@ -33,6 +33,15 @@ SetOpt = Annotated[
 ]
 EngineOpt = Annotated[str | None, typer.Option("--engine", help="flow or packet")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="print nothing but errors")]
+PresetOpt = Annotated[
+    str | None,
+    typer.Option("--preset", help="named defaults laid under the scenario (htsim-uec)"),
+]
+
+
+def with_preset(sets: list[str] | None, preset: str | None) -> list[str]:
+    """``--set`` items with ``--preset NAME`` as ``preset=NAME`` (the scenario's values win)."""
+    return [*(sets or []), *([f"preset={preset}"] if preset is not None else [])]
 
 
 def _show_version(value: bool) -> None:

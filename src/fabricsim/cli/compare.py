@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from fabricsim.cli.app import EngineOpt, QuietOpt, ScenarioArg, SetOpt, app
+from fabricsim.cli.app import EngineOpt, PresetOpt, QuietOpt, ScenarioArg, SetOpt, app, with_preset
 from fabricsim.cli.common import engine_option
 from fabricsim.config.loader import load_scenario, parse_set_options
 from fabricsim.experiments.backend import check_workers
@@ -31,6 +31,7 @@ def compare(
     scenario: ScenarioArg,
     engine: EngineOpt = None,
     set_: SetOpt = None,
+    preset: PresetOpt = None,
     seeds: Annotated[int, typer.Option("--seeds", help="runs per method (seed, seed+1, ...)")] = 1,
     out: Annotated[str | None, typer.Option("--out", help="output directory")] = None,
     methods: Annotated[
@@ -54,7 +55,7 @@ def compare(
     result = run_compare(
         sc,
         engine=engine_option(engine),
-        overrides=parse_set_options(set_ or []),
+        overrides=parse_set_options(with_preset(set_, preset)),
         seeds=seeds,
         out=target,
         methods=chosen,

@@ -19,7 +19,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 import fabricsim
-from fabricsim.cli.app import EngineOpt, QuietOpt, SetOpt, app
+from fabricsim.cli.app import EngineOpt, PresetOpt, QuietOpt, SetOpt, app, with_preset
 from fabricsim.cli.common import engine_option, out_path, scenario_from_options
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
@@ -126,9 +126,12 @@ def default_study(
 
 @app.command()
 def run(
-    scenario: Annotated[str | None, typer.Argument(help="YAML path or built-in name")] = None,
+    scenario: Annotated[
+        str | None, typer.Argument(help="YAML path, built-in name or htsim .cm matrix")
+    ] = None,
     engine: EngineOpt = None,
     set_: SetOpt = None,
+    preset: PresetOpt = None,
     seed: Annotated[int | None, typer.Option("--seed", help="override the scenario seed")] = None,
     out: Annotated[str | None, typer.Option("--out", help="output directory")] = None,
     quiet: QuietOpt = False,
@@ -137,6 +140,8 @@ def run(
     out_dir = out_path(out, "--out")
     engine = engine_option(engine)
     if scenario is None:
+        if preset is not None:
+            raise ConfigError("--preset: name a scenario (the default study has its own fabric)")
         if engine not in (None, "flow"):
             raise ConfigError(
                 f"--engine {engine}: the default study (ark: ~4e8 packets) runs on the flow "
@@ -152,7 +157,7 @@ def run(
         check_out_dir(target, "study")
         default_study(out=target, sets=set_ or [], seed=seed, quiet=quiet)
         return
-    sc = scenario_from_options(scenario, set_, seed)
+    sc = scenario_from_options(scenario, with_preset(set_, preset), seed)
     target = out_dir or Path("runs") / f"{sc.name}-{engine or sc.engine.kind}"
     check_out_dir(target)  # before the run: a bad --out fails in milliseconds
     if _is_tty(quiet):

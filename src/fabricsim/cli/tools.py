@@ -14,6 +14,7 @@ from fabricsim.analysis.ecmp_math import ecmp_collision_stats, monte_carlo_colli
 from fabricsim.cli.app import ScenarioArg, SetOpt, app
 from fabricsim.cli.common import out_path, scenario_from_options
 from fabricsim.config.loader import builtin_descriptions
+from fabricsim.config.presets import registered_presets
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.budget import check_budget
 from fabricsim.metrics.outdir import check_out_file
@@ -24,9 +25,11 @@ from fabricsim.workloads.trace import messages_text
 
 @app.command()
 def scenarios() -> None:
-    """List the built-in scenarios with one-line descriptions."""
+    """List the built-in scenarios and the presets with one-line descriptions."""
     for name, desc in builtin_descriptions().items():
         typer.echo(f"{name:16s} {desc}")
+    for name, preset in registered_presets().items():
+        typer.echo(f"{name:16s} preset: {preset.help}")
 
 
 @app.command("ecmp-math")

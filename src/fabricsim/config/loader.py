@@ -123,8 +123,9 @@ def load_scenario(source: str | Path | dict[str, Any] | Scenario) -> Scenario:
     Parameters
     ----------
     source
-        A built-in name (see ``fabricsim scenarios``), a path to a YAML file, a dict with the
-        scenario's keys, or a :class:`Scenario` (returned as is).
+        A built-in name (see ``fabricsim scenarios``), a path to a YAML file, a path to an
+        htsim connection matrix (``.cm``: the ``htsim-uec`` preset with that trace), a dict
+        with the scenario's keys, or a :class:`Scenario` (returned as is).
 
     Examples
     --------
@@ -143,6 +144,8 @@ def load_scenario(source: str | Path | dict[str, Any] | Scenario) -> Scenario:
         data.setdefault("name", text)
         return validate(data)
     path = Path(text)
+    if path.suffix.lower() == ".cm":
+        return _htsim_matrix(path)
     if path.suffix.lower() in (".yaml", ".yml") or path.exists():
         data = _read_yaml(path)
         keys = _leaf_keys(data)
@@ -150,6 +153,17 @@ def load_scenario(source: str | Path | dict[str, Any] | Scenario) -> Scenario:
         return validate(data, base_dir=path.parent, user_keys=keys)
     names = ", ".join(builtin_names())
     raise ConfigError(f"unknown scenario '{text}': not a file; built-in names are {names}")
+
+
+def _htsim_matrix(path: Path) -> Scenario:
+    """An htsim connection matrix as a scenario: the ``htsim-uec`` preset and that trace."""
+    read_text_file(path, "connection matrix")  # one clear line if it is missing or unreadable
+    data: dict[str, Any] = {
+        "name": _default_name(path.stem),
+        "preset": "htsim-uec",
+        "workload": {"kind": "trace", "path": str(path.resolve())},
+    }
+    return validate(data, user_keys=_leaf_keys(data))
 
 
 def validate(

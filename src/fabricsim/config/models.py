@@ -283,6 +283,12 @@ class Scenario(_Model):
     )
     description: str = Field("", description="one line")
     seed: int = Field(1, ge=0, le=2**63 - 1, description="seed of every random draw")
+    preset: str | None = Field(
+        None,
+        exclude=True,
+        description="a named bottom layer of defaults (htsim-uec); its values are in the "
+        "scenario's own keys, so the effective scenario does not name it",
+    )
     engine: EngineConfig = Field(default_factory=EngineConfig)  # type: ignore[arg-type]
     topology: TopologyConfig = Field(default_factory=TopologyConfig)  # type: ignore[arg-type]
     workload: WorkloadConfig
@@ -292,6 +298,8 @@ class Scenario(_Model):
     records: RecordsConfig = Field(default_factory=RecordsConfig)  # type: ignore[arg-type]
 
     _user_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)
+    _unpreset: dict[str, Any] | None = PrivateAttr(default=None)
+    """The scenario's data without its preset's layer (``--set`` re-derives the preset)."""
 
     @field_validator("name")
     @classmethod
@@ -329,6 +337,7 @@ class Scenario(_Model):
         """This scenario, marked as one variant of an experiment that varies ``keys``."""
         out = self.model_copy()
         out._user_keys = self._user_keys
+        out._unpreset = self._unpreset
         out._varied_keys = self._varied_keys | frozenset(keys)
         return out
 

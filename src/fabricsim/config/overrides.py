@@ -46,12 +46,12 @@ def _canonical_key(scenario_cls: type[BaseModel], parts: list[str]) -> list[str]
 def apply_overrides(scenario: Scenario, overrides: dict[str, Any]) -> Scenario:
     """Apply dotted-key overrides as later layers (config/layers.py) and re-validate."""
     full = scenario.to_dict()
-    data = scenario.model_dump(mode="json", exclude_unset=True)
+    data = scenario._unpreset or scenario.model_dump(mode="json", exclude_unset=True)
     changes_kind = any(k.split(".")[:2] == ["workload", "kind"] for k in overrides)
     keys = set(scenario.user_keys)
     for key, value in overrides.items():
         parts = _canonical_key(type(scenario), key.split("."))
-        if not (changes_kind and parts[0] == "workload"):
+        if parts != ["preset"] and not (changes_kind and parts[0] == "workload"):
             _check_known(full, parts, key)
         dotted = ".".join(parts)
         data = merge(data, nest({dotted: value}))

@@ -7,11 +7,14 @@ loader can both use it.
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from fabricsim.config.layers import merge
+from fabricsim.config.presets import preset_layer
 from fabricsim.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -37,14 +40,21 @@ def validate_as(
 
     ``user_keys`` are the dotted keys the user set (kept on the scenario as ``user_keys``).
     """
+    layer = preset_layer(data, lambda d: _validate(cls, d)) if isinstance(data, dict) else {}
+    sc = _validate(cls, merge(layer, data) if layer else data)
+    sc._user_keys = frozenset(user_keys)
+    if layer:
+        sc._unpreset = copy.deepcopy(data)
+    return sc
+
+
+def _validate(cls: type[Scenario], data: dict[str, Any]) -> Scenario:
     try:
-        sc = cls.model_validate(data)
+        return cls.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc)) from None
     except RecursionError:
         raise ConfigError("scenario: nested too deeply to be a scenario") from None
-    sc._user_keys = frozenset(user_keys)
-    return sc
 
 
 _BOUND_WORDS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}

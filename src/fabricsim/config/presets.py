@@ -1,0 +1,187 @@
+"""Presets: a named bottom layer of a scenario (``preset:`` in YAML, ``--preset`` on the CLI).
+
+A preset supplies defaults under the scenario's own keys: the layers are preset → scenario
+file → each ``--set`` (see :mod:`fabricsim.config.layers`), so a value the scenario sets wins
+over the preset's.  A preset has two parts: fixed values (:attr:`Preset.values`) and values
+derived from the scenario they end up in (:attr:`Preset.derive`, e.g. queue sizes in
+bandwidth-delay products of the scenario's own link rate and delay).  Derived values are
+computed from the scenario with the fixed values laid under it, then laid under it too; a value
+the scenario sets is never replaced.
+
+``htsim-uec`` reproduces the defaults of htsim's ``htsim_uec`` binary where fabricsim has a
+counterpart (``docs/htsim.md`` maps its command-line flags to our keys): a three-tier fat tree
+sized for the matrix's node count, 100 Gbps and 1 µs per link, 4,150-byte packets with 64-byte
+headers, one-BDP queues (five without trimming) with a priority queue twice that size, ECN
+between 20 % and 80 % of a BDP, NSCC, a fixed RTO of 15 µs plus six full-queue drains, 64
+entropy values per connection, REPS with an 8-entry buffer, 10 ms freezing and no early
+failure detection.
+
+Examples
+--------
+>>> from fabricsim.config.loader import load_scenario
+>>> sc = load_scenario({"preset": "htsim-uec", "workload": {"kind": "permutation"}})
+>>> sc.topology.kind, sc.topology.k, sc.nic.rdma_data_mss + sc.nic.header_bytes
+('fat_tree', 8, 4150)
+>>> sc.switch.buffer_bytes, sc.switch.ecn_min_bytes, sc.switch.ecn_max_bytes, sc.nic.rto_us
+(178450, 37350, 145250, 100.656)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fabricsim.config.layers import merge
+from fabricsim.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One preset: its fixed values and the values it derives from the scenario."""
+
+    name: str
+    help: str
+    values: Callable[[dict[str, Any]], dict[str, Any]]
+    """Fixed values as a nested dict, given the scenario's own data (e.g. its trace path)."""
+    derive: Callable[[Any], dict[str, Any]]
+    """Values computed from the validated scenario with the fixed values under it."""
+
+
+_PRESETS: dict[str, Preset] = {}
+
+
+def register_preset(preset: Preset) -> Preset:
+    """Make ``preset`` selectable by its name."""
+    _PRESETS[preset.name] = preset
+    return preset
+
+
+def registered_presets() -> dict[str, Preset]:
+    """The presets by name."""
+    return dict(_PRESETS)
+
+
+def preset_layer(data: dict[str, Any], validate: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    """The layer the scenario ``data``'s ``preset`` puts under it (``{}`` without a preset).
+
+    ``validate`` turns a scenario dict into a scenario (defaults filled in); the derived
+    values are computed from ``validate(fixed values under data)``.
+    """
+    name = data.get("preset")
+    if name is None:
+        return {}
+    if not isinstance(name, str) or name not in _PRESETS:
+        allowed = ", ".join(sorted(_PRESETS))
+        raise ConfigError(f"preset: unknown preset {name!r}; allowed: {allowed}")
+    preset = _PRESETS[name]
+    fixed = preset.values(data)
+    first = validate(merge(fixed, data))
+    return merge(fixed, preset.derive(first))
+
+
+# -- htsim-uec ------------------------------------------------------------------------------------
+
+HTSIM_MTU_BYTES = 4150  # data packet on the wire, header included
+HTSIM_HEADER_BYTES = 64  # data header; ACKs, NACKs and trimmed headers are this size
+_CM_NODES = re.compile(r"^\s*Nodes\s+([0-9]{1,9})\s*$", re.IGNORECASE)
+
+
+def fat_tree_k(hosts: int) -> int:
+    """The radix of the three-tier fat tree with ``hosts`` hosts (``k^3/4``), as htsim sizes it.
+
+    >>> fat_tree_k(128), fat_tree_k(1024)
+    (8, 16)
+    """
+    k = 2
+    while k**3 // 4 < hosts:
+        k += 2
+    if k**3 // 4 != hosts:
+        sizes = ", ".join(str(j**3 // 4) for j in range(4, 20, 2))
+        raise ConfigError(
+            f"preset htsim-uec: a three-tier fat tree has k^3/4 hosts ({sizes}, ...), the "
+            f"matrix has {hosts}; set topology.k (and topology.hosts_per_edge) yourself"
+        )
+    return k
+
+
+def cm_nodes(path: str | Path) -> int | None:
+    """The ``Nodes N`` of an htsim connection matrix's header, or None if it has none."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if "->" in line:
+                    return None
+                if m := _CM_NODES.match(line):
+                    return int(m.group(1))
+    except OSError:
+        return None  # the trace reader reports the unreadable file with its own message
+    return None
+
+
+def _htsim_values(data: dict[str, Any]) -> dict[str, Any]:
+    topology: dict[str, Any] = {"kind": "fat_tree", "link_gbps": 100.0, "link_delay_us": 1.0}
+    wl = data.get("workload")
+    path = wl.get("path") if isinstance(wl, dict) and wl.get("kind") == "trace" else None
+    if isinstance(path, str) and path.lower().endswith(".cm"):
+        nodes = cm_nodes(path)
+        user_topology = data.get("topology")
+        if nodes and not (isinstance(user_topology, dict) and "k" in user_topology):
+            topology["k"] = fat_tree_k(nodes)
+    return {
+        "engine": {"kind": "packet"},
+        "topology": topology,
+        "nic": {
+            "rdma_data_mss": HTSIM_MTU_BYTES - HTSIM_HEADER_BYTES,
+            "header_bytes": HTSIM_HEADER_BYTES,
+            "cc": "nscc",
+            "initial_base_rtt_us": "auto",
+            "cwnd_bdp": 1.5,
+            "entropy_mask_bits": 6,  # htsim -paths 64
+            "entropy_value_set_size": 64,
+            "reps_buffer_size_mask_bits": 3,
+            "freezing_timeout_us": 10_000.0,
+            "failure_detection_rtt_multiplier": 0.0,
+            "ack_coalesce": 4,  # htsim: one ACK per 16,384 bytes received
+            "max_retries": 64,  # htsim has no retry limit
+        },
+        "switch": {"trimming": True, "load_balancing_method": "ecmp", "salt_mode": "per_switch"},
+    }
+
+
+def _htsim_derive(sc: Any) -> dict[str, Any]:
+    """htsim_uec's queue, ECN and RTO sizing from the worst-case unloaded RTT."""
+    topo, nic, sw = sc.topology, sc.nic, sc.switch
+    rate = float(topo.host_link_gbps) * 1e9
+    links = 6 if topo.kind == "fat_tree" else 4  # the longest host-to-host path
+    mtu, hdr = nic.rdma_data_mss + nic.header_bytes, nic.header_bytes
+    rtt_s = links * (2 * topo.link_delay_us * 1e-6 + (mtu + hdr) * 8 / rate)
+    bdp_packets = math.ceil(rtt_s * rate / 8 / mtu)
+    if sw.buffer_bytes is not None:  # the scenario's own queue size sizes the rest
+        buffer = int(sw.buffer_bytes)
+    elif "buffer_bdp" in sw.model_fields_set:  # htsim -queue_size_bdp_factor
+        buffer = math.ceil(sw.buffer_bdp * bdp_packets) * mtu
+    else:
+        buffer = (1 if sw.trimming else 5) * bdp_packets * mtu
+    return {
+        "switch": {
+            "buffer_bytes": buffer,
+            "header_buffer_bytes": 2 * buffer,
+            "ecn_min_bytes": math.ceil(0.2 * bdp_packets) * mtu,
+            "ecn_max_bytes": math.ceil(0.8 * bdp_packets) * mtu,
+        },
+        "nic": {"rto_us": round(15.0 + buffer * 6 * 8 / rate * 1e6, 9)},
+    }
+
+
+register_preset(
+    Preset(
+        "htsim-uec",
+        "the defaults of htsim's htsim_uec where fabricsim has a counterpart (docs/htsim.md)",
+        _htsim_values,
+        _htsim_derive,
+    )
+)
