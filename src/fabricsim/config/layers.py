@@ -35,6 +35,7 @@ GENERAL_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("switch", ("buffer_bytes", "buffer_bdp")),
+    ("nic", ("ack_bytes", "ack_coalesce")),
 )
 KIND_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "topology": {

@@ -214,6 +214,34 @@ class NicConfig(_Model):
     )
     max_retries: int = Field(8, ge=0, le=64, description="retransmissions before giving up")
     ack_coalesce: int = Field(1, ge=1, le=64, description="data packets per ACK (coalescing)")
+    ack_bytes: int | None = Field(
+        None,
+        ge=1,
+        le=1 << 24,
+        description="coalescing by bytes: one ACK per this many received wire bytes (htsim's "
+        "SACK threshold); null: one per nic.ack_coalesce packets",
+    )
+    ack_request: bool = Field(
+        True,
+        description="immediate ACKs: the sender flags a packet that fills its window, its "
+        "last packet and every retransmission; the receiver answers flagged, first, "
+        "ECN-marked and duplicate packets at once (and once more when a flagged hole fills)",
+    )
+
+    @model_validator(mode="after")
+    def _one_coalescing(self) -> NicConfig:
+        if self.ack_bytes is not None and self.ack_coalesce > 1:
+            raise ValueError(
+                f"ack_bytes ({self.ack_bytes}) and ack_coalesce ({self.ack_coalesce}) both set: "
+                "coalesce by bytes or by packets, not both"
+            )
+        return self
+
+    def ack_every_packets(self) -> int:
+        """Full data packets per coalesced ACK (from ``ack_bytes`` if it is set)."""
+        if self.ack_bytes is None:
+            return self.ack_coalesce
+        return max(1, -(-self.ack_bytes // (self.rdma_data_mss + self.header_bytes)))
 
     @field_validator("initial_base_rtt_us")
     @classmethod

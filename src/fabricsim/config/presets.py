@@ -145,7 +145,8 @@ def _htsim_values(data: dict[str, Any]) -> dict[str, Any]:
             "reps_buffer_size_mask_bits": 3,
             "freezing_timeout_us": 10_000.0,
             "failure_detection_rtt_multiplier": 0.0,
-            "ack_coalesce": 4,  # htsim: one ACK per 16,384 bytes received
+            "ack_bytes": 16_384,  # htsim -sack_threshold
+            "ack_request": True,
             "max_retries": 64,  # htsim has no retry limit
         },
         "switch": {"trimming": True, "load_balancing_method": "ecmp", "salt_mode": "per_switch"},

@@ -13,7 +13,9 @@
   round until feedback brings it back; a paced PDC (``rate_cap_bps``: MoE's ``rate_based``
   sender) leaves it after each packet and rejoins at the end when its next packet is due.
 * **Receive**: data is written as it arrives (no reorder buffer); every ``nic.ack_coalesce``
-  data packets, and at once for an out-of-order, duplicate, ECN-marked or last packet, the
+  data packets (``nic.ack_bytes``: every that many wire bytes), and at once for a duplicate,
+  ECN-marked or last packet -- with ``nic.ack_request`` also for the first packet and every
+  packet the sender flagged (its window is full after it, or it is a retransmission) -- the
   receiver returns a selective ACK (cumulative PSN, and a 64-bit bitmap whose base is chosen
   so that it covers the PSN answered) that carries the entropy and ECN mark of the packet
   it answers and that packet's send time.  A trimmed header is answered by a NACK at once.
@@ -71,11 +73,16 @@ class NicEnv:
     max_retries: int = field(init=False)
     fd_mult: float = field(init=False)
     coalesce: int = field(init=False)
+    ack_by_bytes: bool = field(init=False)
+    ack_request: bool = field(init=False)
 
     def __post_init__(self) -> None:
         c = self.cfg
         self.mss, self.hdr, self.max_retries = c.rdma_data_mss, c.header_bytes, c.max_retries
-        self.coalesce = c.ack_coalesce
+        self.ack_by_bytes = c.ack_bytes is not None
+        self.coalesce = c.ack_bytes if c.ack_bytes is not None else c.ack_coalesce
+        # perf: without coalescing every packet is answered anyway: no flag to set or read
+        self.ack_request = c.ack_request and (self.ack_by_bytes or self.coalesce > 1)
         detects = spraying_type(c.packet_spraying_type).early_failure_detection
         self.fd_mult = c.failure_detection_rtt_multiplier if detects else 0.0
 
@@ -94,6 +101,7 @@ class Nic:
         self.acks_sent = self.nacks_sent = self.data_received = self.retransmissions = 0
         self._rand: Callable[[], float] | None = None
         self.hdr, self.coalesce, self.rcache = env.hdr, env.coalesce, env.routes.cache
+        self.ack_by_bytes, self.ack_request = env.ack_by_bytes, env.ack_request
         self.sim = env.sim
         port.pull = self.pull
         port.ctrlq, port.activeq = self.ctrl, self.active
@@ -176,6 +184,8 @@ class Nic:
         rx = pdc.rx
         psn, cum = pkt.psn, rx.cum
         urgent = pkt.ecn
+        if self.ack_request and (pkt.ar or not rx.count):  # flagged, or the first packet
+            urgent = True
         self.data_received += 1
         if psn < cum or (rx.win >> (psn - cum)) & 1:
             rx.dups += 1
@@ -187,7 +197,12 @@ class Nic:
                 t = ((~w) & (w + 1)).bit_length() - 1
                 rx.win = w >> t
                 rx.cum = cum + t
+                if rx.hole_ar and not rx.win:  # the hole below a flagged packet is filled
+                    rx.hole_ar = False
+                    urgent = True
             else:
+                if pkt.ar:
+                    rx.hole_ar = True
                 self.ooo_events += 1
                 w = rx.win | (1 << (psn - cum))
                 rx.win = w
@@ -201,7 +216,7 @@ class Nic:
             if rx.count == pdc.npkts:
                 self._rx_complete(pdc)
                 urgent = True
-        rx.unacked += 1
+        rx.unacked += pkt.size if self.ack_by_bytes else 1
         if not urgent and rx.unacked < self.coalesce:
             self.env.pool.put(pkt)
             return

@@ -66,10 +66,11 @@ _GOLDEN = 0.6180339887498949  # phases of successive connections: frac(i x golde
 class RxState:
     """Receiver side of a PDC: ``cum`` = first PSN not received; bit j of ``win`` = PSN cum+j."""
 
-    __slots__ = ("cum", "win", "count", "bytes", "done_ps", "unacked", "group", "dups")
+    __slots__ = ("cum", "win", "count", "bytes", "done_ps", "unacked", "group", "dups", "hole_ar")
 
     def __init__(self) -> None:
         self.cum = self.win = self.count = self.bytes = self.unacked = self.dups = 0
+        self.hole_ar = False  # a flagged packet arrived with a hole below: ACK when it fills
         self.done_ps = -1
         self.group: PdcGroup | None = None
 
@@ -177,7 +178,14 @@ class Pdc:
             self.nic.retransmissions += 1
         else:
             self.next_psn = psn + 1
-        return self._emit(psn, size, retx)
+        pkt = self._emit(psn, size, retx)
+        if self.env.ack_request:
+            pkt.ar = (
+                retx
+                or psn == self.npkts - 1
+                or self.inflight + self.wire_full > max(cc.cwnd_bytes, self.floor_bytes)
+            )
+        return pkt
 
     def _emit(self, psn: int, size: int, retx: bool) -> Packet:
         """Build and account the data packet of ``psn`` on a fresh entropy."""

@@ -49,7 +49,7 @@ class Packet:
 
     __slots__ = (
         "kind", "pdc", "src", "dst", "psn", "size", "payload", "entropy",
-        "hops", "hop", "ecn", "ts", "cack", "sbase", "sack",
+        "hops", "hop", "ecn", "ts", "cack", "sbase", "sack", "ar",
     )
 
     # fmt: on
@@ -61,6 +61,7 @@ class Packet:
         self.hops: tuple[Callable[[Packet], None], ...] = ()
         self.hop = 0
         self.ecn = False
+        self.ar = False  # data: the sender asks for an immediate ACK (nic.ack_request)
         self.ts = 0  # send time of the data transmission (echoed by its ACK / NACK)
         self.cack = 0  # ACK: every PSN below is received
         self.sbase = 0  # ACK: first PSN of the SACK bitmap (>= cack, covers the PSN answered)

@@ -381,7 +381,7 @@ def moe(sc: Scenario, fabric: Fabric) -> FlowTable:
     acks = None
     if wl.pacing_acks == "on" or (wl.pacing_acks == "auto" and sc.engine.kind == "packet"):
         nic = sc.nic
-        acks = ack_bytes_array(size, nic.rdma_data_mss, nic.header_bytes, nic.ack_coalesce)
+        acks = ack_bytes_array(size, nic.rdma_data_mss, nic.header_bytes, nic.ack_every_packets())
     caps, m_s = flow_pacing_bps(src, dst, wire, send_bps, recv_bps, acks)
     if wl.scheduler == "rate_based":
         table.extra["rate_cap_bps"] = caps
