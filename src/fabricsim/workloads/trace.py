@@ -424,7 +424,8 @@ def trace(sc: Scenario, fabric: Fabric) -> FlowTable:
 
 def messages_frame(table: FlowTable) -> pd.DataFrame:
     """A flow table as the message table of this module (host indices, start in seconds)."""
-    ids = table.extra.get("trace_id", np.arange(len(table)))
+    # generated messages are numbered from 1: htsim reserves flow id 0
+    ids = table.extra.get("trace_id", np.arange(1, len(table) + 1))
     return pd.DataFrame(
         {
             "src": table.src,
