@@ -49,3 +49,25 @@ def test_bytes_and_packets_coalescing_are_alternatives():
     assert sc.nic.ack_bytes == 16_384
     later = sc.with_overrides({"nic.ack_coalesce": 2})  # a later layer's packets win
     assert (later.nic.ack_bytes, later.nic.ack_coalesce) == (None, 2)
+
+
+def test_fixed_rto_retries_at_a_constant_interval():
+    """A blackholed path: every retransmission of the lost packet times out; with backoff the
+    k-th wait is rto x 2^k, without it always rto."""
+    base = fabricsim.load_scenario("ecmp-collision").with_overrides(
+        {
+            "workload.size_bytes": 20_000,
+            "nic.rto_us": 50.0,
+            "nic.max_retries": 3,
+            "topology.failed_links": ["leaf0->spine0"],
+            "lb.policy": "ecmp",
+        }
+    )
+    ends = {}
+    for backoff in (True, False):
+        sc = base.with_overrides({"nic.rto_backoff": backoff})
+        s = fabricsim.run(sc, engine="packet").summary
+        assert s["flows_failed"] >= 1
+        ends[backoff] = s["sim_end_s"]
+    # 4 waits: 50 x (1 + 2 + 4 + 8) = 750 us with backoff, 4 x 50 = 200 us without
+    assert ends[True] > 700e-6 and ends[False] < 300e-6

@@ -213,6 +213,9 @@ class NicConfig(_Model):
         None, ge=1e-6, le=1e9, description="initial retransmission timeout, us (>= 1 ps)"
     )
     max_retries: int = Field(8, ge=0, le=64, description="retransmissions before giving up")
+    rto_backoff: bool = Field(
+        True, description="double a packet's RTO on each of its timeouts (false: fixed, as htsim)"
+    )
     ack_coalesce: int = Field(1, ge=1, le=64, description="data packets per ACK (coalescing)")
     ack_bytes: int | None = Field(
         None,

@@ -148,6 +148,7 @@ def _htsim_values(data: dict[str, Any]) -> dict[str, Any]:
             "ack_bytes": 16_384,  # htsim -sack_threshold
             "ack_request": True,
             "max_retries": 64,  # htsim has no retry limit
+            "rto_backoff": False,  # htsim's RTO is fixed
         },
         "switch": {"trimming": True, "load_balancing_method": "ecmp", "salt_mode": "per_switch"},
     }

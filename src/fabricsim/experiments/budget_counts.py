@@ -232,6 +232,7 @@ def _packet_duration_s(sc: Any, fab: _Fabric, load: _Load) -> float | None:
     busy = load.busiest * wire * 8 / fab.host_bps
     rto = _rto_s(sc, fab)
     failing = bool(sc.topology.failed_links) or bool(sc.topology.link_failures)
-    tail = rto * (2 ** (sc.nic.max_retries + 1) if failing else 8)
+    tries = sc.nic.max_retries + 1
+    tail = rto * ((2**tries if sc.nic.rto_backoff else tries) if failing else 8)
     span = min(load.last_start_s + 2 * busy + tail, MAX_TIME_S)  # no run goes past MAX_TIME_S
     return min(span, float(limit)) if limit is not None else span

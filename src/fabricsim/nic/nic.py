@@ -75,10 +75,12 @@ class NicEnv:
     coalesce: int = field(init=False)
     ack_by_bytes: bool = field(init=False)
     ack_request: bool = field(init=False)
+    rto_backoff: bool = field(init=False)
 
     def __post_init__(self) -> None:
         c = self.cfg
         self.mss, self.hdr, self.max_retries = c.rdma_data_mss, c.header_bytes, c.max_retries
+        self.rto_backoff = c.rto_backoff
         self.ack_by_bytes = c.ack_bytes is not None
         self.coalesce = c.ack_bytes if c.ack_bytes is not None else c.ack_coalesce
         # perf: without coalescing every packet is answered anyway: no flag to set or read

@@ -228,7 +228,7 @@ class Pdc:
     def _track(self, psn: int, now: int, entropy: int) -> None:
         """Queue the transmission's RTO and early-failure deadlines; arm the timers."""
         env = self.env
-        level = self.tmo[psn]
+        level = self.tmo[psn] if env.rto_backoff else 0
         deadline = now + (env.rto_ps << level)
         if level:
             while level >= len(self.rto_q):

@@ -415,7 +415,8 @@ class PacketEngine:
         rate = float(np.min(fab.link_rate_bps[fab.host_uplink]))
         total = sum(wire_bytes(int(s), self.mss, self.hdr) for s in f.size_bytes)
         last = float(np.max(f.start_s, initial=0.0))
-        backoff = self.rto_ps * 2 ** (self.sc.nic.max_retries + 1)
+        tries = self.sc.nic.max_retries + 1
+        backoff = self.rto_ps * (2**tries if self.sc.nic.rto_backoff else tries)
         span_s = last + 4 * total * 8 / rate + 1e-3 if rate > 0 else math.inf
         if not span_s <= MAX_TIME_S:  # a run never goes past MAX_TIME_S (int64 picoseconds)
             return MAX_TIME_PS
