@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 import fabricsim
 from fabricsim.config.loader import load_scenario
 from fabricsim.config.presets import fat_tree_k
 from fabricsim.errors import ConfigError
+from fabricsim.lb.spraying import ObliviousSpraying
 
 PERM = {"preset": "htsim-uec", "workload": {"kind": "permutation"}}
 
@@ -91,3 +94,15 @@ def test_cm_scenario_runs_on_the_packet_engine(tmp_path):
     # one 4,150-byte packet and its ACK cross 6 links each way: the first flow cannot beat
     # 10 x 4,150 B at 100 Gbps plus 6 us of propagation
     assert res.flows["fct_s"].min() > 10 * 4150 * 8 / 100e9 + 6e-6
+
+
+def test_oblivious_cycle_over_n_values_like_htsim():
+    s = ObliviousSpraying(random.Random(3).random, values=64)
+    values = [s.next_entropy() for _ in range(640)]
+    for k in range(10):  # every 64 consecutive packets use 64 distinct values, same high bits
+        block = values[64 * k : 64 * (k + 1)]
+        assert len(set(block)) == 64
+        assert {v >> 6 for v in block} == {values[0] >> 6}
+    assert load_scenario(PERM).nic.oblivious_values == 64
+    with pytest.raises(ConfigError, match="nic.oblivious_values: must be a power of two"):
+        load_scenario({**PERM, "nic": {"oblivious_values": 48}})

@@ -213,6 +213,13 @@ class NicConfig(_Model):
         None, ge=1e-6, le=1e9, description="initial retransmission timeout, us (>= 1 ps)"
     )
     max_retries: int = Field(8, ge=0, le=64, description="retransmissions before giving up")
+    oblivious_values: int | None = Field(
+        None,
+        ge=1,
+        le=65536,
+        description="oblivious spraying: a cycle over this many values (a power of two; htsim "
+        "-paths) instead of uniform draws over 65,536",
+    )
     rto_backoff: bool = Field(
         True, description="double a packet's RTO on each of its timeouts (false: fixed, as htsim)"
     )
@@ -239,6 +246,13 @@ class NicConfig(_Model):
                 "coalesce by bytes or by packets, not both"
             )
         return self
+
+    @field_validator("oblivious_values")
+    @classmethod
+    def _power_of_two(cls, v: int | None) -> int | None:
+        if v is not None and v & (v - 1):
+            raise ValueError(f"must be a power of two between 1 and 65536 (got {v})")
+        return v
 
     def ack_every_packets(self) -> int:
         """Full data packets per coalesced ACK (from ``ack_bytes`` if it is set)."""

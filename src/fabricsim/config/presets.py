@@ -142,6 +142,7 @@ def _htsim_values(data: dict[str, Any]) -> dict[str, Any]:
             "cwnd_bdp": 1.5,
             "entropy_mask_bits": 6,  # htsim -paths 64
             "entropy_value_set_size": 64,
+            "oblivious_values": 64,
             "reps_buffer_size_mask_bits": 3,
             "freezing_timeout_us": 10_000.0,
             "failure_detection_rtt_multiplier": 0.0,

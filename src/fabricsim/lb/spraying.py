@@ -303,20 +303,48 @@ class DefaultSpraying(SprayingStrategy):
 
 @register_spraying
 class ObliviousSpraying(SprayingStrategy):
-    """``oblivious``: a fresh uniformly random value in 0..65535 for every packet."""
+    """``oblivious``: a fresh uniformly random value in 0..65535 for every packet.
+
+    With ``nic.oblivious_values`` = N (a power of two; htsim's ``-paths``) it walks a cycle of N
+    values instead: the low bits run through 0..N-1 XOR a random mask drawn anew at every wrap,
+    the high bits are a random constant of the group, so every N consecutive packets use N
+    distinct values.  The flow engine's fluid form is the same either way (all 65,536 ports
+    evenly: the expectation over the random high bits).
+
+    Examples
+    --------
+    >>> import random
+    >>> s = ObliviousSpraying(random.Random(1).random, values=4)
+    >>> len({s.next_entropy() for _ in range(4)})
+    4
+    """
 
     name = "oblivious"
     label = "NIC random entropy per packet"
     help = "a fresh uniformly random entropy per packet"
     aliases = ("ObliviousPacketSpraying",)
+    knobs = ("nic.oblivious_values",)
     fluid = AllPorts
 
-    def __init__(self, rand: Callable[[], float]) -> None:
+    def __init__(self, rand: Callable[[], float], values: int | None = None) -> None:
         self.rand = rand
+        self.values = values or 0
+        if self.values:
+            self.high = int(rand() * 65536) & ~(self.values - 1) & 0xFFFF
+            self.xor = int(rand() * self.values)
+            self.i = 0
 
     @classmethod
     def for_group(cls, ctx: SprayContext) -> SprayingStrategy:
-        return cls(ctx.rand)
+        return cls(ctx.rand, ctx.nic.oblivious_values)
 
     def next_entropy(self) -> int:
-        return int(self.rand() * 65536)
+        n = self.values
+        if not n:
+            return int(self.rand() * 65536)
+        i = self.i
+        if i == n:
+            self.xor = int(self.rand() * n)
+            i = 0
+        self.i = i + 1
+        return self.high | (i ^ self.xor)
