@@ -225,9 +225,7 @@ class Nic:
         rx.unacked = 0
         cum = rx.cum
         base = cum if psn - cum < 64 else psn - 63
-        pkt.kind = ACK
-        pkt.cack = cum
-        pkt.sbase = base
+        pkt.kind, pkt.cack, pkt.sbase = ACK, cum, base
         pkt.sack = (rx.win >> (base - cum)) & _MASK64
         self.acks_sent += 1
         # perf: turn-around inlined
@@ -235,9 +233,7 @@ class Nic:
         route = self.rcache.get(pdc.rkey_back | pkt.entropy)
         if route is None:
             route = self.env.routes.get(self.host, pdc.src, pkt.entropy)
-        pkt.hops = route.ctrl_hops
-        pkt.hop = 0
-        pkt.dst = pdc.src
+        pkt.hops, pkt.hop, pkt.dst = route.ctrl_hops, 0, pdc.src
         self.ctrl.append(pkt)
         if not self.port.pending:
             self.port.kick()
