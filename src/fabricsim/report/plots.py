@@ -61,6 +61,15 @@ def compare_figures(directory: Path, table: pd.DataFrame, title: str) -> None:
 
 
 # -- the ARK study -----------------------------------------------------------------------------
+def _save(plt: Any, fig: Any, path: Path, *, tight: bool = True) -> Path:
+    """Lay out ``fig`` (unless ``tight`` is False), write it to ``path`` as PNG, close it."""
+    if tight:
+        fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def _pyplot() -> Any:
     import matplotlib
 
@@ -100,10 +109,7 @@ def plot_fct_ttft(runs: dict[tuple[str, int], Result], path: Path) -> Path:
         ax.set_ylabel("CDF")
         ax.grid(alpha=0.3)
         ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_spine_heatmap(ecmp: Result, ark: Result, path: Path, bin_s: float = 0.1) -> Path:
@@ -131,9 +137,7 @@ def plot_spine_heatmap(ecmp: Result, ark: Result, path: Path, bin_s: float = 0.1
         ax.set_title(f"{name}: active flows per spine (peak {int(grid.max())})")
     axes[-1].set_xlabel("time (s)")
     fig.colorbar(im, ax=axes, label="active flows")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path, tight=False)  # a shared colorbar: no tight layout
 
 
 def plot_sweep(sweep: pd.DataFrame, path: Path) -> Path:
@@ -148,10 +152,7 @@ def plot_sweep(sweep: pd.DataFrame, path: Path) -> Path:
         ax.set_ylabel(LABELS[metric])
         ax.grid(alpha=0.3)
         ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 # -- the MoE exponential incast ----------------------------------------------------------------
@@ -210,8 +211,4 @@ def plot_incast(
         ax.set(title=title, xlabel="t / T", yscale="log" if log else "linear")
         ax.legend(fontsize=8)
     fig.suptitle(f"MoE exponential incast, pure Zipf, N = {n}, round robin")
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return _save(plt, fig, Path(path))
