@@ -106,3 +106,25 @@ def test_oblivious_cycle_over_n_values_like_htsim():
     assert load_scenario(PERM).nic.oblivious_values == 64
     with pytest.raises(ConfigError, match="nic.oblivious_values: must be a power of two"):
         load_scenario({**PERM, "nic": {"oblivious_values": 48}})
+
+
+def test_preset_sets_htsims_smaller_mechanisms():
+    sc = load_scenario(PERM)
+    assert sc.switch.scale_buffers_with_rate is True and sc.switch.trim_last_queued == 0.5
+    assert sc.nic.control_per_data == 10 and sc.nic.reps_recycle_last_hop_nack is True
+    assert (sc.nic.nscc.md_gain, sc.nic.nscc.qa_gate_bits) == (0.8, 3)
+
+
+def test_degraded_links_keep_a_share_of_their_buffer_and_ecn_thresholds():
+    """htsim's -failed: a link at 25 % of its rate keeps 25 % of its queue and ECN thresholds."""
+    from fabricsim.packetsim.engine import PacketEngine
+
+    link = "core0->agg0_0"
+    sc = load_scenario({**PERM, "topology": {"degraded_links": {link: 0.25}}})
+    eng = PacketEngine.from_scenario(sc)
+    port = eng.ports[eng.fabric.link_index[link]]
+    assert port.rate_bps == 25e9
+    assert (port.cap, port.hcap) == (178_450 // 4, 356_900 // 4)
+    assert (port.kmin, port.kmax) == (37_350 // 4, 145_250 // 4)
+    off = PacketEngine.from_scenario(sc.with_overrides({"switch.scale_buffers_with_rate": False}))
+    assert off.ports[eng.fabric.link_index[link]].cap == 178_450

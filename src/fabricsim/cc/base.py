@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fabricsim.config.models import NicConfig
 from fabricsim.config.names import register_name, unregister_name
 from fabricsim.errors import ConfigError
 
@@ -23,6 +24,7 @@ class CcParams:
     mtu_bytes: int  # wire bytes of a full data packet (MSS + header)
     bdp_bytes: int  # line_rate x base RTT, bytes
     cwnd_bdp: float = 1.5  # constant CC: window in BDPs
+    nic: NicConfig | None = None  # the NIC's keys; a controller reads its own section (nic.nscc)
 
 
 class CongestionControl:

@@ -40,8 +40,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from fabricsim.cc.base import CcParams, CongestionControl, register_cc
+from fabricsim.config.nscc import NsccConfig
 from fabricsim.errors import ConfigError
-from fabricsim.units import PS_PER_S, serialization_ps
+from fabricsim.units import PS_PER_S, serialization_ps, us_to_ps
 
 # Defaults, as multiples of the path's BDP, base RTT or one packet's serialization time.
 TARGET_RTT_FRACTION = 0.25  # target queueing delay: this fraction of the base RTT ...
@@ -89,6 +90,20 @@ class NsccParams:
         Weight of each new delay sample in the averaged delay (per ACK).
     qa_delay_ps : int
         A delay sample at or above this arms quick adapt, ps.
+    additive_increase_bytes : float
+        Added to the window once per base RTT whatever the signals (htsim's eta), bytes.
+    qa_gate_bytes : float or None
+        Quick adapt cuts only if the period delivered less than this; None: less than the
+        window, bytes.
+    qa_period_extra_ps : int
+        A quick-adapt period lasts a base RTT plus this, ps.
+    adjust_bytes : float or None
+        Pending increases are applied every this many ACKed bytes (or per base RTT); None:
+        every window of ACKed bytes.
+    delay_ewma_unmarked_cap : bool
+        A sample above target on an ACK without ECN enters the average as base RTT / 4.
+    nack_delay_sample : bool
+        A NACK enters the average as a delay sample of the initial base RTT.
     """
 
     mtu_bytes: int
@@ -105,6 +120,12 @@ class NsccParams:
     md_wait_sampled_rtt: bool
     delay_ewma_gain: float
     qa_delay_ps: int
+    additive_increase_bytes: float = 0.0
+    qa_gate_bytes: float | None = None
+    qa_period_extra_ps: int = 0
+    adjust_bytes: float | None = None
+    delay_ewma_unmarked_cap: bool = False
+    nack_delay_sample: bool = False
 
     def __post_init__(self) -> None:
         checks = [
@@ -125,6 +146,8 @@ class NsccParams:
             ("md_min_factor", 0 < self.md_min_factor <= 1, "must lie in (0, 1]"),
             ("delay_ewma_gain", 0 < self.delay_ewma_gain <= 1, "must lie in (0, 1]"),
             ("qa_delay_ps", self.qa_delay_ps > self.target_delay_ps, "> target_delay_ps"),
+            ("additive_increase_bytes", self.additive_increase_bytes >= 0, ">= 0"),
+            ("qa_period_extra_ps", self.qa_period_extra_ps >= 0, ">= 0"),
         ]
         for name, ok, allowed in checks:
             if not ok:
@@ -132,10 +155,11 @@ class NsccParams:
 
     @classmethod
     def from_cc(cls, cc: CcParams, **overrides: Any) -> NsccParams:
-        """Defaults derived from the path's BDP and the target delay, then ``overrides``.
+        """The NIC's ``nic.nscc`` keys (or their defaults) on this path, then ``overrides``.
 
-        Derived defaults follow the overrides they depend on (a larger ``target_delay_ps``
-        raises ``qa_delay_ps`` and the window ceiling).
+        Sizes in BDPs become bytes of ``cc.bdp_bytes``, times in µs become ps; a value left
+        null is derived from the path.  Derived values follow the overrides they depend on (a
+        larger ``target_delay_ps`` raises ``qa_delay_ps`` and the window ceiling).
 
         Examples
         --------
@@ -149,38 +173,61 @@ class NsccParams:
             raise ConfigError(
                 f"nscc.{key}: unknown parameter; allowed: {', '.join(sorted(allowed))}"
             )
+        k = cc.nic.nscc if cc.nic is not None else NsccConfig.model_validate({})
         mtu = int(overrides.get("mtu_bytes", cc.mtu_bytes))
         packet_ps = serialization_ps(mtu, max(1, int(cc.line_rate_bps)))
+        spec_target = int(cc.base_rtt_ps * TARGET_RTT_FRACTION) + TARGET_PACKETS * packet_ps
         target = int(
             overrides.get(
                 "target_delay_ps",
-                int(cc.base_rtt_ps * TARGET_RTT_FRACTION) + TARGET_PACKETS * packet_ps,
+                spec_target if k.target_delay_us is None else us_to_ps(k.target_delay_us),
             )
         )
         bdp = float(cc.bdp_bytes)
         target_bytes = cc.line_rate_bps * target / PS_PER_S / 8
         min_cwnd = float(overrides.get("min_cwnd_bytes", mtu))
+        initial = None if k.initial_cwnd_bdp is None else k.initial_cwnd_bdp * bdp
+        ceiling = max(MAX_CWND_BDP * bdp, bdp + target_bytes + mtu, initial or 0.0)
         max_cwnd = float(
-            overrides.get("max_cwnd_bytes", max(MAX_CWND_BDP * bdp, bdp + target_bytes + mtu))
+            overrides.get(
+                "max_cwnd_bytes", ceiling if k.max_cwnd_bdp is None else k.max_cwnd_bdp * bdp
+            )
         )
-        values: dict[str, Any] = {
+        values = {
             "mtu_bytes": mtu,
             "target_delay_ps": target,
             "min_cwnd_bytes": min_cwnd,
             "max_cwnd_bytes": max_cwnd,
-            "initial_cwnd_bytes": min(max_cwnd, max(min_cwnd, bdp)),
-            "proportional_increase_bytes": PROPORTIONAL_INCREASE_BDP * bdp,
-            "fair_increase_bytes": FAIR_INCREASE_BDP * bdp,
-            "fast_increase_delay_ps": packet_ps,
-            "fast_increase_gain": 0.5,
-            "md_gain": 0.5,
-            "md_min_factor": 0.5,
-            "md_wait_sampled_rtt": True,
-            "delay_ewma_gain": 0.125,
-            "qa_delay_ps": QA_DELAY_TARGETS * target,
+            "initial_cwnd_bytes": min(max_cwnd, max(min_cwnd, bdp if initial is None else initial)),
+            "fast_increase_delay_ps": (
+                packet_ps
+                if k.fast_increase_delay_us is None
+                else us_to_ps(k.fast_increase_delay_us)
+            ),
+            "qa_gate_bytes": None if k.qa_gate_bits is None else max_cwnd / 2**k.qa_gate_bits,
+            "adjust_bytes": None if k.adjust_bytes_mtus is None else k.adjust_bytes_mtus * mtu,
+            **_scaled(k, bdp, target),
         }
         values.update(overrides)
         return cls(**values)
+
+
+def _scaled(k: NsccConfig, bdp: float, target_ps: int) -> dict[str, Any]:
+    """The keys that are plain numbers, or multiples of the BDP or of the target delay."""
+    return {
+        "proportional_increase_bytes": k.proportional_increase_bdp * bdp,
+        "fair_increase_bytes": k.fair_increase_bdp * bdp,
+        "additive_increase_bytes": k.additive_increase_bdp * bdp,
+        "fast_increase_gain": k.fast_increase_gain,
+        "md_gain": k.md_gain,
+        "md_min_factor": k.md_min_factor,
+        "md_wait_sampled_rtt": k.md_wait_sampled_rtt,
+        "delay_ewma_gain": k.delay_ewma_gain,
+        "delay_ewma_unmarked_cap": k.delay_ewma_unmarked_cap,
+        "nack_delay_sample": k.nack_delay_sample,
+        "qa_delay_ps": int(k.qa_delay_targets * target_ps),
+        "qa_period_extra_ps": int(k.qa_period_targets * target_ps),
+    }
 
 
 @register_cc("nscc", "NSCC: a window driven by ECN marks and queueing delay")
@@ -233,6 +280,7 @@ class Nscc(CongestionControl):
         self._hold_until_ps = 0  # after a quick-adapt cut, delay actions pause until then
         self._last_md_ps: int | None = None
         self._md_gap_ps = 0
+        self._additive_ps = 0  # when the additive increase was last applied
 
     # ------------------------------------------------------------------ engine calls
 
@@ -254,6 +302,8 @@ class Nscc(CongestionControl):
 
     def on_nack(self, now_ps: int, nacked_bytes: int) -> None:
         """A NACK (trimmed packet): shrink by ``nacked_bytes`` and arm quick adapt."""
+        if self.nscc.nack_delay_sample:  # a trimmed packet met a full queue: about one RTT
+            self._average(self.params.base_rtt_ps)
         self._on_loss(now_ps, nacked_bytes)
 
     def on_timeout(self, now_ps: int) -> None:
@@ -268,17 +318,18 @@ class Nscc(CongestionControl):
             self._period_start_ps = now_ps
             self._apply_start_ps = now_ps
             return
-        if now_ps - self._period_start_ps >= self.base_rtt_ps:
+        if now_ps - self._period_start_ps >= self.base_rtt_ps + self.nscc.qa_period_extra_ps:
             if self._qa_armed:
                 self._quick_adapt(now_ps)
             self._period_start_ps = now_ps
             self.acked_in_period_bytes = 0
 
     def _quick_adapt(self, now_ps: int) -> None:
-        """Cut the window to what was ACKed in the period that just ended."""
+        """Cut the window to what was ACKed in the period that just ended (if under the gate)."""
         self._qa_armed = False
         achieved = float(self.acked_in_period_bytes)
-        if achieved >= self.cwnd_bytes:
+        gate = self.nscc.qa_gate_bytes
+        if achieved >= (self.cwnd_bytes if gate is None else min(gate, self.cwnd_bytes)):
             return
         self.cwnd_bytes = max(self.nscc.min_cwnd_bytes, achieved)
         self.quick_adapts += 1
@@ -292,11 +343,10 @@ class Nscc(CongestionControl):
         if rtt_ps < self.base_rtt_ps:
             self.base_rtt_ps = rtt_ps
         delay = rtt_ps - self.base_rtt_ps
-        if self._samples == 0:
-            self.avg_delay_ps = float(delay)
+        if p.delay_ewma_unmarked_cap and not ecn and delay > p.target_delay_ps:
+            self._average(self.base_rtt_ps / 4)
         else:
-            self.avg_delay_ps += p.delay_ewma_gain * (delay - self.avg_delay_ps)
-        self._samples += 1
+            self._average(delay)
         if now_ps < self._hold_until_ps:  # ACKs of packets sent before the last cut
             self._stop_fast_increase()
             return
@@ -312,6 +362,14 @@ class Nscc(CongestionControl):
             self.pending_increase_bytes += p.fair_increase_bytes * acked_bytes / self.cwnd_bytes
         else:
             self._proportional_increase(acked_bytes, delay)
+
+    def _average(self, delay_ps: float) -> None:
+        """Fold one delay sample into the averaged delay (the first sample sets it)."""
+        if self._samples == 0:
+            self.avg_delay_ps = float(delay_ps)
+        else:
+            self.avg_delay_ps += self.nscc.delay_ewma_gain * (delay_ps - self.avg_delay_ps)
+        self._samples += 1
 
     def _proportional_increase(self, acked_bytes: int, delay_ps: int) -> None:
         """Grow in proportion to the room below target; fast increase near zero delay."""
@@ -362,13 +420,16 @@ class Nscc(CongestionControl):
         self._clamp()
 
     def _maybe_apply(self, now_ps: int) -> None:
-        """Apply the pending increase once per window of ACKed bytes or per base RTT."""
+        """Apply the pending increase once per window (or ``adjust_bytes``) of ACKed bytes
+        or per base RTT; the additive increase at most once per base RTT."""
         assert self._apply_start_ps is not None
-        if (
-            self._acked_since_apply >= self.cwnd_bytes
-            or now_ps - self._apply_start_ps >= self.base_rtt_ps
-        ):
+        p = self.nscc
+        every = self.cwnd_bytes if p.adjust_bytes is None else p.adjust_bytes
+        if self._acked_since_apply >= every or now_ps - self._apply_start_ps >= self.base_rtt_ps:
             self.cwnd_bytes += self.pending_increase_bytes
+            if p.additive_increase_bytes and now_ps - self._additive_ps >= self.base_rtt_ps:
+                self.cwnd_bytes += p.additive_increase_bytes
+                self._additive_ps = now_ps
             self._restart_increase(now_ps)
 
     def _restart_increase(self, now_ps: int) -> None:

@@ -58,6 +58,8 @@ WORKLOAD_KEYS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
         "total_bytes_per_sender": ("matrix", ("pure_zipf",)),
     },
 }
+# Sections of keys one congestion-control algorithm reads (nic.cc).
+CC_SECTIONS = {"nic.nscc.": "nscc"}
 # Keys one switch load-balancing method reads.
 SWITCH_METHOD_KEYS = {
     "switch.flowlet_gap_us": "flowlet",
@@ -74,11 +76,13 @@ def _value(sc: Scenario, key: str) -> Any:
 
 
 def _default(key: str, sc: Scenario | None = None) -> Any:
-    section, name = key.split(".")
-    model = Scenario.model_fields[section].annotation
+    section, *path, name = key.split(".")
+    model: Any = Scenario.model_fields[section].annotation
     if section == "workload" and sc is not None:  # a union: the scenario's own workload model
         model = type(sc.workload)
-    return model.model_fields[name].get_default(call_default_factory=True)  # type: ignore[union-attr]
+    for part in path:  # a nested section (nic.nscc.*)
+        model = model.model_fields[part].annotation
+    return model.model_fields[name].get_default(call_default_factory=True)
 
 
 def _set_to_other_than_default(sc: Scenario, key: str) -> bool:
@@ -122,6 +126,7 @@ def check_keys_apply(
                     f"or set switch.load_balancing_method={wanted}"
                 )
     _check_workload_keys(sc, varied)
+    _check_cc_keys(sc, varied)
     if "lb.policy" in varied:
         return
     for key, policy in POLICY_KEYS.items():
@@ -146,3 +151,19 @@ def _check_workload_keys(sc: Scenario, varied: frozenset[str]) -> None:
                 f"{key} is read only when workload.{selector} is {wanted} (this run has "
                 f"{chosen}); remove it or set workload.{selector}"
             )
+
+
+def _check_cc_keys(sc: Scenario, varied: frozenset[str]) -> None:
+    """A key of one congestion-control algorithm's section (``nic.nscc.*``) is refused when
+    the run uses another one."""
+    if "nic.cc" in varied:
+        return
+    for prefix, cc in CC_SECTIONS.items():
+        if sc.nic.cc == cc:
+            continue
+        for key in sorted(k for k in sc.user_keys if k.startswith(prefix)):
+            if _set_to_other_than_default(sc, key):
+                raise EngineRefusal(
+                    f"{key}={_shown(_value(sc, key))} is read only by nic.cc={cc} (this run has "
+                    f"nic.cc={sc.nic.cc}); remove it or set nic.cc={cc}"
+                )

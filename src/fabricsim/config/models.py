@@ -25,6 +25,7 @@ from pydantic import (
 
 from fabricsim.config.base import StrictModel
 from fabricsim.config.names import RegisteredName, has_trait
+from fabricsim.config.nscc import NsccConfig
 from fabricsim.config.overrides import apply_overrides
 from fabricsim.config.workloads import WorkloadConfig
 from fabricsim.units import MAX_TIME_S
@@ -237,6 +238,22 @@ class NicConfig(_Model):
         "last packet and every retransmission; the receiver answers flagged, first, "
         "ECN-marked and duplicate packets at once (and once more when a flagged hole fills)",
     )
+    control_per_data: int | None = Field(
+        None,
+        ge=1,
+        le=1 << 20,
+        description="transmit scheduler: ACKs/NACKs sent per data packet while both wait "
+        "(htsim 10); null: control always first",
+    )
+    reps_recycle_last_hop_nack: bool = Field(
+        False,
+        description="REPS: a NACK of a packet trimmed at the receiver's own port recycles its "
+        "entropy like an ACK (the path was fine; htsim)",
+    )
+    nscc: NsccConfig = Field(
+        default_factory=NsccConfig,  # type: ignore[arg-type]
+        description="NSCC tuning (nic.nscc.*), read only by nic.cc: nscc",
+    )
 
     @model_validator(mode="after")
     def _one_coalescing(self) -> NicConfig:
@@ -292,6 +309,18 @@ class SwitchConfig(_Model):
     ecn_max_bytes: int | None = Field(None, ge=0, description="ECN marks every packet, bytes")
     header_buffer_bytes: int | None = Field(
         None, ge=1, description="packet engine: priority (header/ACK) queue per port, bytes"
+    )
+    trim_last_queued: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="packet engine: chance that a full queue trims (or drops) its last queued "
+        "packet instead of the arriving one (htsim 0.5)",
+    )
+    scale_buffers_with_rate: bool = Field(
+        False,
+        description="packet engine: a degraded link's buffer, priority queue and ECN "
+        "thresholds shrink with the fraction of its rate it keeps (htsim's -failed links)",
     )
 
     @model_validator(mode="after")

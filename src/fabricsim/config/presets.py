@@ -87,6 +87,9 @@ def preset_layer(data: dict[str, Any], validate: Callable[[dict[str, Any]], Any]
 
 HTSIM_MTU_BYTES = 4150  # data packet on the wire, header included
 HTSIM_HEADER_BYTES = 64  # data header; ACKs, NACKs and trimmed headers are this size
+# NSCC's reference path (100 Gbps x 12 us): its steps scale with the path's BDP relative to it.
+HTSIM_REFERENCE_BDP_BYTES = 150_000
+HTSIM_REFERENCE_RTT_US = 12.0
 _CM_NODES = re.compile(r"^\s*Nodes\s+([0-9]{1,9})\s*$", re.IGNORECASE)
 
 
@@ -122,6 +125,27 @@ def cm_nodes(path: str | Path) -> int | None:
     return None
 
 
+def _htsim_nscc(mss: int) -> dict[str, Any]:
+    """htsim's NSCC constants that do not depend on the path (the rest: ``_htsim_derive``)."""
+    return {
+        "initial_cwnd_bdp": 1.5,
+        "max_cwnd_bdp": 1.5,
+        "md_gain": 0.8,
+        "md_min_factor": 0.5,
+        "md_wait_sampled_rtt": False,
+        "delay_ewma_gain": 0.0125,
+        "delay_ewma_unmarked_cap": True,
+        "fair_increase_bdp": round(5 * mss / HTSIM_REFERENCE_BDP_BYTES, 12),
+        "additive_increase_bdp": round(0.15 * mss / HTSIM_REFERENCE_BDP_BYTES, 12),
+        "fast_increase_delay_us": 1.0,
+        "qa_delay_targets": 4.0,
+        "qa_gate_bits": 3,
+        "qa_period_targets": 1.0,
+        "adjust_bytes_mtus": 8.0,
+        "nack_delay_sample": True,
+    }
+
+
 def _htsim_values(data: dict[str, Any]) -> dict[str, Any]:
     topology: dict[str, Any] = {"kind": "fat_tree", "link_gbps": 100.0, "link_delay_us": 1.0}
     wl = data.get("workload")
@@ -131,6 +155,10 @@ def _htsim_values(data: dict[str, Any]) -> dict[str, Any]:
         user_topology = data.get("topology")
         if nodes and not (isinstance(user_topology, dict) and "k" in user_topology):
             topology["k"] = fat_tree_k(nodes)
+    mss = HTSIM_MTU_BYTES - HTSIM_HEADER_BYTES
+    nic = data.get("nic")
+    if isinstance(nic, dict) and isinstance(nic.get("rdma_data_mss"), int):
+        mss = nic["rdma_data_mss"]  # htsim's NSCC steps scale with its MSS
     return {
         "engine": {"kind": "packet"},
         "topology": topology,
@@ -150,8 +178,17 @@ def _htsim_values(data: dict[str, Any]) -> dict[str, Any]:
             "ack_request": True,
             "max_retries": 64,  # htsim has no retry limit
             "rto_backoff": False,  # htsim's RTO is fixed
+            "control_per_data": 10,  # htsim's NIC: 10 control packets per data packet
+            "reps_recycle_last_hop_nack": True,
+            "nscc": _htsim_nscc(mss),
         },
-        "switch": {"trimming": True, "load_balancing_method": "ecmp", "salt_mode": "per_switch"},
+        "switch": {
+            "trimming": True,
+            "load_balancing_method": "ecmp",
+            "salt_mode": "per_switch",
+            "scale_buffers_with_rate": True,
+            "trim_last_queued": 0.5,  # htsim's coin flip between the arriving and the last queued  # htsim's -failed links keep 25 % of buffer and ECN
+        },
     }
 
 
@@ -169,6 +206,18 @@ def _htsim_derive(sc: Any) -> dict[str, Any]:
         buffer = math.ceil(sw.buffer_bdp * bdp_packets) * mtu
     else:
         buffer = (1 if sw.trimming else 5) * bdp_packets * mtu
+    # NSCC: target 3/4 of the base RTT with trimming (one RTT without); the proportional step
+    # and the fast-increase gain scale with the path's BDP and target against the reference.
+    target_us = nic.nscc.target_delay_us or (0.75 if sw.trimming else 1.0) * rtt_s * 1e6
+    scale = rtt_s * rate / 8 / HTSIM_REFERENCE_BDP_BYTES
+    mss = nic.rdma_data_mss
+    nscc = {
+        "target_delay_us": round(target_us, 9),
+        "proportional_increase_bdp": round(
+            4 * mss * target_us / HTSIM_REFERENCE_RTT_US / HTSIM_REFERENCE_BDP_BYTES, 12
+        ),
+        "fast_increase_gain": round(0.25 * scale, 12),
+    }
     return {
         "switch": {
             "buffer_bytes": buffer,
@@ -176,7 +225,7 @@ def _htsim_derive(sc: Any) -> dict[str, Any]:
             "ecn_min_bytes": math.ceil(0.2 * bdp_packets) * mtu,
             "ecn_max_bytes": math.ceil(0.8 * bdp_packets) * mtu,
         },
-        "nic": {"rto_us": round(15.0 + buffer * 6 * 8 / rate * 1e6, 9)},
+        "nic": {"rto_us": round(15.0 + buffer * 6 * 8 / rate * 1e6, 9), "nscc": nscc},
     }
 
 

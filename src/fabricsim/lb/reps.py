@@ -70,6 +70,7 @@ class RepsSpraying(SprayingStrategy):
         "nic.entropy_value_set_size",
         "nic.freezing_timeout_us",
         "nic.failure_detection_rtt_multiplier",
+        "nic.reps_recycle_last_hop_nack",
     )
     feedback = True
     early_failure_detection = True

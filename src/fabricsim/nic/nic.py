@@ -8,7 +8,7 @@
   group's first sending PDC joins (its ``src_port`` is the group's entropy under ``none``), by
   the registered spraying type of ``nic.packet_spraying_type`` (:mod:`fabricsim.lb.spraying`).
 * **Transmit scheduler**: the NIC's uplink pulls a packet whenever the wire is free: ACKs and
-  NACKs first, then the PDCs with something to send in round robin, one packet each (htsim's
+  NACKs first (with ``nic.control_per_data``, one data packet after that many in a row), then the PDCs with something to send in round robin, one packet each (htsim's
   NIC round robin; MoE's ``round_robin`` sender); a PDC blocked by its window leaves the
   round until feedback brings it back; a paced PDC (``rate_cap_bps``: MoE's ``rate_based``
   sender) leaves it after each packet and rejoins at the end when its next packet is due.
@@ -87,6 +87,7 @@ class NicEnv:
         self.ack_request = c.ack_request and (self.ack_by_bytes or self.coalesce > 1)
         detects = spraying_type(c.packet_spraying_type).early_failure_detection
         self.fd_mult = c.failure_detection_rtt_multiplier if detects else 0.0
+        self.ctrl_per_data = c.control_per_data or 1 << 62  # null: control strictly first
 
 
 class Nic:
@@ -105,6 +106,7 @@ class Nic:
         self.hdr, self.coalesce, self.rcache = env.hdr, env.coalesce, env.routes.cache
         self.ack_by_bytes, self.ack_request = env.ack_by_bytes, env.ack_request
         self.sim = env.sim
+        self.ctrl_run = 0  # control packets sent since the last data packet
         port.pull = self.pull
         port.ctrlq, port.activeq = self.ctrl, self.active
 
@@ -155,9 +157,22 @@ class Nic:
         self.port.kick()
 
     def pull(self) -> Packet | None:
-        """The packet to put on the wire now: control first, then PDCs in round robin."""
-        if self.ctrl:
-            return self.ctrl.popleft()
+        """The packet to put on the wire now: control first (up to ``nic.control_per_data``
+        in a row while data waits), then PDCs in round robin."""
+        ctrl = self.ctrl
+        if ctrl and self.ctrl_run < self.env.ctrl_per_data:
+            self.ctrl_run += 1
+            return ctrl.popleft()
+        pkt = self._next_data()
+        if pkt is not None:
+            self.ctrl_run = 0
+            return pkt
+        if ctrl:
+            return ctrl.popleft()
+        return None
+
+    def _next_data(self) -> Packet | None:
+        """The next data packet of the PDCs in round robin, or None."""
         active = self.active
         while active:
             pdc = active[0]

@@ -323,14 +323,19 @@ class Pdc:
 
     def on_nack(self, pkt: Packet) -> None:
         """NACK of a trimmed packet: if it is the latest transmission, retransmit the PSN."""
-        psn, ts, entropy = pkt.psn, pkt.ts, pkt.entropy
+        psn, ts, entropy, ecn = pkt.psn, pkt.ts, pkt.entropy, pkt.ecn
+        # the path delivered it to the receiver's own port: its entropy was fine
+        path_ok = pkt.last_hop and self.env.cfg.reps_recycle_last_hop_nack
         self.env.pool.put(pkt)
         if self.closed or self.st[psn] != OUT or self.sent_ts[psn] != ts:
             return
         size = self._lose(psn)
         self.nic.nacks += 1
         if self.spray.feedback:
-            self.spray.on_nack(entropy)
+            if path_ok:
+                self.spray.on_ack(entropy, ecn)
+            else:
+                self.spray.on_nack(entropy)
         self.cc.on_nack(self.env.sim.now, size)
         if not self.in_active:
             self.nic.activate(self)

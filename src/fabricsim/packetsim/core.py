@@ -49,7 +49,7 @@ class Packet:
 
     __slots__ = (
         "kind", "pdc", "src", "dst", "psn", "size", "payload", "entropy",
-        "hops", "hop", "ecn", "ts", "cack", "sbase", "sack", "ar",
+        "hops", "hop", "ecn", "ts", "cack", "sbase", "sack", "ar", "last_hop",
     )
 
     # fmt: on
@@ -62,6 +62,7 @@ class Packet:
         self.hop = 0
         self.ecn = False
         self.ar = False  # data: the sender asks for an immediate ACK (nic.ack_request)
+        self.last_hop = False  # header / NACK: trimmed at the port before the receiver
         self.ts = 0  # send time of the data transmission (echoed by its ACK / NACK)
         self.cack = 0  # ACK: every PSN below is received
         self.sbase = 0  # ACK: first PSN of the SACK bitmap (>= cack, covers the PSN answered)
@@ -173,7 +174,9 @@ class Port:
 
     Data packets wait in a FIFO of ``cap_bytes``; trimmed headers, ACKs and NACKs wait in a
     priority FIFO of ``hcap_bytes`` served first.  A data packet that finds the data queue full
-    is trimmed to ``hdr_bytes`` and queued as a header (``trimming``) or dropped.  ECN: RED-like
+    is trimmed to ``hdr_bytes`` and queued as a header (``trimming``) or dropped; with
+    probability ``tail_victim`` the last packet queued is trimmed (or dropped) instead and the
+    arriving one takes its place (htsim's coin flip).  ECN: RED-like
     marking of data packets as they leave, with probability rising linearly from 0 at
     ``kmin_bytes`` to 1 at ``kmax_bytes`` of data left queued.  A failed link drops everything
     (:meth:`fail`).  Serialization takes ``ceil(bytes x 8 / rate)`` ps; a packet reaches the
@@ -186,7 +189,7 @@ class Port:
         "sim", "times", "buckets", "link", "rate_bps", "delay_ps", "ppb", "q", "hq", "qbytes",
         "hbytes", "busy_until", "pending", "cap", "hcap", "kmin", "kmax", "trimming", "failed",
         "hdr", "rand", "tx_bytes", "tx_pkts", "marks", "trims", "drops", "data_drops", "peak",
-        "_complete", "lbrec",
+        "_complete", "lbrec", "tail_victim",
     )
 
     # fmt: on
@@ -205,8 +208,10 @@ class Port:
         failed: bool,
         hdr_bytes: int,
         rand: Callable[[], float],
+        tail_victim: float = 0.0,
     ) -> None:
         self.sim, self.times, self.buckets = sim, sim.times, sim.buckets
+        self.tail_victim = tail_victim  # chance a full queue trims its last packet instead
         self.link, self.rate_bps, self.delay_ps = link, float(rate_bps), int(delay_ps)
         rate = max(int(rate_bps), 1)
         # perf: whole picoseconds per byte when the rate allows (100 Gbps: 80), else 0
@@ -287,9 +292,12 @@ class Port:
             self.hq.append(pkt)
             self.hbytes += size
         elif self.qbytes + size > self.cap:
+            if self.tail_victim and self.q and self.rand() < self.tail_victim:
+                pkt = self._swap_tail(pkt)
             if not self.trimming or self.hbytes + self.hdr > self.hcap:
                 self.drop(pkt)
                 return
+            pkt.last_hop = pkt.hop + 2 == len(pkt.hops)
             pkt.kind = HDR
             pkt.size = self.hdr
             self.trims += 1
@@ -311,6 +319,16 @@ class Port:
                 heappush(self.times, at)
             else:
                 bucket.append((self._complete, None))
+
+    def _swap_tail(self, pkt: Packet) -> Packet:
+        """The arriving ``pkt`` takes the last queued packet's place if it fits there; the
+        packet returned is the one to trim or drop."""
+        victim = self.q[-1]
+        if self.qbytes - victim.size + pkt.size > self.cap:
+            return pkt
+        self.q[-1] = pkt
+        self.qbytes += pkt.size - victim.size
+        return victim
 
     def send(self, pkt: Packet, now: int) -> None:
         """Start serializing ``pkt`` now; it reaches its next element a delay later."""

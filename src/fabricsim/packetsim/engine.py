@@ -11,7 +11,9 @@ Defaults derived here (each overridable in the scenario):
 * base RTT: ``nic.initial_base_rtt_us`` (``auto``: the fabric's unloaded RTT);
 * port buffer: ``switch.buffer_bytes``, else ``switch.buffer_bdp`` x (port rate x base RTT);
   priority (header) queue: ``switch.header_buffer_bytes``, else the same size;
-* ECN: ``switch.ecn_min_bytes`` / ``ecn_max_bytes``, else 20 % / 80 % of the buffer;
+* ECN: ``switch.ecn_min_bytes`` / ``ecn_max_bytes``, else 20 % / 80 % of the buffer; with
+  ``switch.scale_buffers_with_rate`` a degraded link's buffers and thresholds shrink with the
+  fraction of its rate it keeps;
 * RTO: ``nic.rto_us``, else 2 x (max(base RTT, unloaded RTT) + the drain time of every full
   switch buffer on the longest path): 8 x base RTT for a two-tier fabric at 1 BDP buffers;
 * time limit: ``engine.time_limit_s``, else last start + 4 x all wire bytes at the slowest
@@ -258,6 +260,10 @@ class PacketEngine:
             hcap = sw.header_buffer_bytes or cap
             kmin = sw.ecn_min_bytes if sw.ecn_min_bytes is not None else cap // 5
             kmax = sw.ecn_max_bytes if sw.ecn_max_bytes is not None else cap * 4 // 5
+            kept = rate / float(fab.link_nominal_bps[link])
+            if sw.scale_buffers_with_rate and kept < 1.0:  # never below one full packet
+                cap, hcap = (max(int(b * kept), self.mss + self.hdr) for b in (cap, hcap))
+                kmin, kmax = int(kmin * kept), int(kmax * kept)
             cls = HostPort if fab.link_src[link] < fab.num_hosts else Port
             if cls is HostPort:
                 cap = hcap = 1 << 62  # the NIC pulls: nothing waits at its own port
@@ -275,6 +281,7 @@ class PacketEngine:
                     bool(fab.link_failed[link]),
                     self.hdr,
                     rand,
+                    sw.trim_last_queued,
                 )
             )
         return ports
@@ -323,6 +330,7 @@ class PacketEngine:
             mtu_bytes=self.mss + self.hdr,
             bdp_bytes=bdp_bytes(rate, self.base_rtt_ps),
             cwnd_bdp=self.sc.nic.cwnd_bdp,
+            nic=self.sc.nic,
         )
 
     # -- engine hooks (lb.base.EngineHooks) -------------------------------------------------
