@@ -71,3 +71,70 @@ def test_fixed_rto_retries_at_a_constant_interval():
         ends[backoff] = s["sim_end_s"]
     # 4 waits: 50 x (1 + 2 + 4 + 8) = 750 us with backoff, 4 x 50 = 200 us without
     assert ends[True] > 700e-6 and ends[False] < 300e-6
+
+
+class _Pdc:
+    paced = False
+
+    def __init__(self, name):
+        self.name, self.in_active = name, True
+
+    def next_packet(self):
+        return self.name
+
+
+def _nic_with(ctrl_per_data, ctrl, data):
+    from collections import deque
+    from types import SimpleNamespace
+
+    from fabricsim.nic.nic import Nic
+
+    nic = Nic.__new__(Nic)  # only what the transmit scheduler reads
+    nic.env = SimpleNamespace(ctrl_per_data=ctrl_per_data or 1 << 62)
+    nic.ctrl, nic.active, nic.ctrl_run = deque(ctrl), deque(_Pdc(d) for d in data), 0
+    return nic
+
+
+def test_transmit_scheduler_interleaves_data_after_n_control_packets():
+    """nic.control_per_data: htsim's NIC sends 10 control packets per data packet while both
+    wait; null keeps control strictly first."""
+    acks = [f"ack{i}" for i in range(5)]
+    nic = _nic_with(2, acks, ["d"])
+    assert [nic.pull() for _ in range(7)] == ["ack0", "ack1", "d", "ack2", "ack3", "d", "ack4"]
+    strict = _nic_with(None, acks, ["d"])
+    assert [strict.pull() for _ in range(6)] == acks + ["d"]
+    idle = _nic_with(2, acks[:3], [])
+    assert [idle.pull() for _ in range(4)] == acks[:3] + [None]  # no data: control goes on
+
+
+def test_reps_recycles_the_entropy_of_a_last_hop_trim(monkeypatch):
+    """A 32 -> 1 incast trims at the receiver's own port (and at the aggregation switches'
+    ports into its edge): with the key, last-hop NACKs recycle their entropies like ACKs."""
+    from fabricsim.lb.reps import RepsSpraying
+
+    calls = {"ack": 0, "nack": 0}
+    on_ack, on_nack = RepsSpraying.on_ack, RepsSpraying.on_nack
+
+    def count_ack(self, entropy, ecn):
+        calls["ack"] += 1
+        on_ack(self, entropy, ecn)
+
+    def count_nack(self, entropy):
+        calls["nack"] += 1
+        on_nack(self, entropy)
+
+    monkeypatch.setattr(RepsSpraying, "on_ack", count_ack)
+    monkeypatch.setattr(RepsSpraying, "on_nack", count_nack)
+    base = fabricsim.load_scenario("incast").with_overrides(
+        {"workload.size_bytes": 100_000, "nic.packet_spraying_type": "reps", "nic.cc": "nscc"}
+    )
+    out = {}
+    for on in (False, True):
+        calls.update(ack=0, nack=0)
+        sc = base.with_overrides({"nic.reps_recycle_last_hop_nack": on})
+        s = fabricsim.run(sc, engine="packet").summary
+        assert s["flows_completed"] == 32 and s["packets_trimmed"] > 0
+        out[on] = dict(calls)
+    # trims at edge0_0->host0 (the last hop) recycle; those at agg->edge0_0 still discard
+    assert 0 < out[True]["nack"] < out[False]["nack"]
+    assert out[True]["ack"] > out[False]["ack"]

@@ -62,6 +62,7 @@ def test_preset_gives_htsims_nscc_constants():
     assert (p.md_gain, p.delay_ewma_gain, p.md_wait_sampled_rtt) == (0.8, 0.0125, False)
     assert p.fast_increase_delay_ps == 1_000_000 and p.qa_period_extra_ps == p.target_delay_ps
     assert p.delay_ewma_unmarked_cap and p.nack_delay_sample
+    assert p.delay_ewma_from_zero and p.ambiguous_ack_avg_delay
     own = load_scenario(
         {
             "preset": "htsim-uec",
@@ -139,3 +140,20 @@ def test_bad_and_unread_keys_are_one_line():
         EngineRefusal, match=r"nic\.nscc\.md_gain=0\.8 is read only by nic\.cc=nscc"
     ):
         fabricsim.run(sc, engine="packet")
+
+
+def test_average_from_zero_and_ambiguous_acks_on_the_average():
+    first = Nscc(CcParams(100e9, RTT, 4150, BDP), _params())
+    zero = Nscc(
+        CcParams(100e9, RTT, 4150, BDP),
+        _params(delay_ewma_from_zero=True, delay_ewma_gain=0.5, ambiguous_ack_avg_delay=True),
+    )
+    for cc in (first, zero):
+        cc.on_ack(0, 4150, RTT + 8_000_000, ecn=False, inflight_bytes=0)
+    assert first.avg_delay_ps == 8_000_000 and zero.avg_delay_ps == 4_000_000
+    # an ACK without a sample: no action by default, the averaged delay's action with the key
+    before = zero.pending_increase_bytes
+    zero.on_ack(1, 4150, None, ecn=False, inflight_bytes=0)
+    first_before = first.pending_increase_bytes
+    first.on_ack(1, 4150, None, ecn=False, inflight_bytes=0)
+    assert zero.pending_increase_bytes > before and first.pending_increase_bytes == first_before

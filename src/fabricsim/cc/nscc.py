@@ -104,6 +104,10 @@ class NsccParams:
         A sample above target on an ACK without ECN enters the average as base RTT / 4.
     nack_delay_sample : bool
         A NACK enters the average as a delay sample of the initial base RTT.
+    delay_ewma_from_zero : bool
+        The averaged delay starts at 0 (else at the first sample).
+    ambiguous_ack_avg_delay : bool
+        An ACK without an RTT sample acts on the averaged delay (else it takes no action).
     """
 
     mtu_bytes: int
@@ -126,6 +130,8 @@ class NsccParams:
     adjust_bytes: float | None = None
     delay_ewma_unmarked_cap: bool = False
     nack_delay_sample: bool = False
+    delay_ewma_from_zero: bool = False
+    ambiguous_ack_avg_delay: bool = False
 
     def __post_init__(self) -> None:
         checks = [
@@ -225,6 +231,8 @@ def _scaled(k: NsccConfig, bdp: float, target_ps: int) -> dict[str, Any]:
         "delay_ewma_gain": k.delay_ewma_gain,
         "delay_ewma_unmarked_cap": k.delay_ewma_unmarked_cap,
         "nack_delay_sample": k.nack_delay_sample,
+        "delay_ewma_from_zero": k.delay_ewma_from_zero,
+        "ambiguous_ack_avg_delay": k.ambiguous_ack_avg_delay,
         "qa_delay_ps": int(k.qa_delay_targets * target_ps),
         "qa_period_extra_ps": int(k.qa_period_targets * target_ps),
     }
@@ -290,13 +298,16 @@ class Nscc(CongestionControl):
         """An ACK for ``acked_bytes`` arrived; ``rtt_ps`` is an unambiguous sample or None.
 
         Ambiguous ACKs (``rtt_ps`` None, e.g. for a retransmitted packet) count towards the
-        quick-adapt period and the increase window but take no delay or ECN action.
+        quick-adapt period and the increase window but take no delay or ECN action (with
+        ``ambiguous_ack_avg_delay``: they act on the averaged delay).
         """
         self._tick(now_ps)
         self.acked_in_period_bytes += acked_bytes
         self._acked_since_apply += acked_bytes
         if rtt_ps is not None:
             self._on_sample(now_ps, acked_bytes, rtt_ps, ecn)
+        elif self.nscc.ambiguous_ack_avg_delay and self._samples:
+            self._act(now_ps, acked_bytes, int(self.avg_delay_ps), ecn)
         self._maybe_apply(now_ps)
         self._clamp()
 
@@ -347,6 +358,11 @@ class Nscc(CongestionControl):
             self._average(self.base_rtt_ps / 4)
         else:
             self._average(delay)
+        self._act(now_ps, acked_bytes, delay, ecn)
+
+    def _act(self, now_ps: int, acked_bytes: int, delay: int, ecn: bool) -> None:
+        """The four-quadrant action for one ACK whose queueing delay is ``delay``."""
+        p = self.nscc
         if now_ps < self._hold_until_ps:  # ACKs of packets sent before the last cut
             self._stop_fast_increase()
             return
@@ -354,7 +370,7 @@ class Nscc(CongestionControl):
             self._qa_armed = True
         high = delay >= p.target_delay_ps
         if ecn and high:
-            self._multiplicative_decrease(now_ps, rtt_ps)
+            self._multiplicative_decrease(now_ps, self.base_rtt_ps + delay)
         elif ecn:
             self._stop_fast_increase()  # congestion on this path only: load balancing's job
         elif high:
@@ -365,7 +381,7 @@ class Nscc(CongestionControl):
 
     def _average(self, delay_ps: float) -> None:
         """Fold one delay sample into the averaged delay (the first sample sets it)."""
-        if self._samples == 0:
+        if self._samples == 0 and not self.nscc.delay_ewma_from_zero:
             self.avg_delay_ps = float(delay_ps)
         else:
             self.avg_delay_ps += self.nscc.delay_ewma_gain * (delay_ps - self.avg_delay_ps)

@@ -121,6 +121,15 @@ class NsccConfig(StrictModel):
         description="a NACK enters the averaged delay as a sample of one base RTT (htsim)",
     )
 
+    delay_ewma_from_zero: bool = Field(
+        False, description="the averaged delay starts at 0, not at the first sample (htsim)"
+    )
+    ambiguous_ack_avg_delay: bool = Field(
+        False,
+        description="an ACK without an RTT sample (of a retransmission) acts on the averaged "
+        "delay (htsim); false: it takes no delay or ECN action",
+    )
+
     @model_validator(mode="after")
     def _initial_within_ceiling(self) -> NsccConfig:
         lo, hi = self.initial_cwnd_bdp, self.max_cwnd_bdp

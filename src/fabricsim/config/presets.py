@@ -143,6 +143,8 @@ def _htsim_nscc(mss: int) -> dict[str, Any]:
         "qa_period_targets": 1.0,
         "adjust_bytes_mtus": 8.0,
         "nack_delay_sample": True,
+        "delay_ewma_from_zero": True,
+        "ambiguous_ack_avg_delay": True,
     }
 
 
