@@ -36,6 +36,7 @@ class EngineOutput:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     json_records: dict[str, Any] = field(default_factory=dict)
     start_s: np.ndarray | None = None  # actual start (dependent flows start when released)
+    acked_s: np.ndarray | None = None  # packet engine: the sender saw the message all ACKed
 
 
 def wire_bytes(size_bytes: int, mss: int, header_bytes: int) -> int:

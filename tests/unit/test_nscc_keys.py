@@ -157,3 +157,25 @@ def test_average_from_zero_and_ambiguous_acks_on_the_average():
     first_before = first.pending_increase_bytes
     first.on_ack(1, 4150, None, ecn=False, inflight_bytes=0)
     assert zero.pending_increase_bytes > before and first.pending_increase_bytes == first_before
+
+
+def test_a_nack_may_lower_the_base_rtt_and_the_ceiling_follows():
+    """htsim: a trimmed header returns sooner than its packet would; its RTT lowers the base
+    RTT, and the ceiling stays 1.5 x the measured BDP."""
+    plain = Nscc(CcParams(100e9, RTT, 4150, BDP), _params(max_cwnd_bdp=1.5))
+    plain.on_nack(0, 4150, rtt_ps=RTT - 1_400_000)
+    assert plain.base_rtt_ps == RTT and plain.max_cwnd_bytes == 1.5 * BDP
+    cc = Nscc(
+        CcParams(100e9, RTT, 4150, BDP),
+        _params(
+            max_cwnd_bdp=1.5,
+            qa_gate_bits=3,
+            base_rtt_from_nack=True,
+            max_cwnd_follows_base_rtt=True,
+        ),
+    )
+    cc.on_nack(0, 4150, rtt_ps=RTT // 2)
+    assert cc.base_rtt_ps == RTT // 2
+    assert cc.max_cwnd_bytes == pytest.approx(0.75 * BDP)
+    assert cc.qa_gate_bytes == pytest.approx(0.75 * BDP / 8)
+    assert cc.cwnd_bytes <= cc.max_cwnd_bytes

@@ -128,3 +128,13 @@ def test_degraded_links_keep_a_share_of_their_buffer_and_ecn_thresholds():
     assert (port.kmin, port.kmax) == (37_350 // 4, 145_250 // 4)
     off = PacketEngine.from_scenario(sc.with_overrides({"switch.scale_buffers_with_rate": False}))
     assert off.ports[eng.fabric.link_index[link]].cap == 178_450
+
+
+def test_packet_runs_report_when_the_sender_saw_the_last_ack(tmp_path):
+    """acked_s: htsim's "finished at" (the sender's view) comes an ACK's trip after finish_s."""
+    sc = load_scenario(
+        {**PERM, "workload": {"kind": "permutation", "size_bytes": 50_000}, "topology": {"k": 4}}
+    )
+    flows = fabricsim.run(sc).flows
+    gap = flows["acked_s"] - flows["finish_s"]
+    assert (gap > 0).all() and (gap < 20e-6).all()

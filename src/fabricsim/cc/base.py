@@ -54,8 +54,8 @@ class CongestionControl:
         if rtt_ps is not None and rtt_ps < self.base_rtt_ps:
             self.base_rtt_ps = rtt_ps
 
-    def on_nack(self, now_ps: int, nacked_bytes: int) -> None:
-        """A NACK (trimmed packet) for ``nacked_bytes``."""
+    def on_nack(self, now_ps: int, nacked_bytes: int, rtt_ps: int | None = None) -> None:
+        """A NACK (trimmed packet) for ``nacked_bytes``; ``rtt_ps``: since that packet left."""
 
     def on_timeout(self, now_ps: int) -> None:
         """A retransmission timeout."""

@@ -108,6 +108,10 @@ class NsccParams:
         The averaged delay starts at 0 (else at the first sample).
     ambiguous_ack_avg_delay : bool
         An ACK without an RTT sample acts on the averaged delay (else it takes no action).
+    base_rtt_from_nack : bool
+        A NACK's RTT may lower the base RTT.
+    max_cwnd_follows_base_rtt : bool
+        The window ceiling and the quick-adapt gate scale with the base RTT as it falls.
     """
 
     mtu_bytes: int
@@ -132,6 +136,8 @@ class NsccParams:
     nack_delay_sample: bool = False
     delay_ewma_from_zero: bool = False
     ambiguous_ack_avg_delay: bool = False
+    base_rtt_from_nack: bool = False
+    max_cwnd_follows_base_rtt: bool = False
 
     def __post_init__(self) -> None:
         checks = [
@@ -233,6 +239,8 @@ def _scaled(k: NsccConfig, bdp: float, target_ps: int) -> dict[str, Any]:
         "nack_delay_sample": k.nack_delay_sample,
         "delay_ewma_from_zero": k.delay_ewma_from_zero,
         "ambiguous_ack_avg_delay": k.ambiguous_ack_avg_delay,
+        "base_rtt_from_nack": k.base_rtt_from_nack,
+        "max_cwnd_follows_base_rtt": k.max_cwnd_follows_base_rtt,
         "qa_delay_ps": int(k.qa_delay_targets * target_ps),
         "qa_period_extra_ps": int(k.qa_period_targets * target_ps),
     }
@@ -289,6 +297,8 @@ class Nscc(CongestionControl):
         self._last_md_ps: int | None = None
         self._md_gap_ps = 0
         self._additive_ps = 0  # when the additive increase was last applied
+        self.max_cwnd_bytes = self.nscc.max_cwnd_bytes  # follows the base RTT if asked to
+        self.qa_gate_bytes = self.nscc.qa_gate_bytes
 
     # ------------------------------------------------------------------ engine calls
 
@@ -311,8 +321,14 @@ class Nscc(CongestionControl):
         self._maybe_apply(now_ps)
         self._clamp()
 
-    def on_nack(self, now_ps: int, nacked_bytes: int) -> None:
-        """A NACK (trimmed packet): shrink by ``nacked_bytes`` and arm quick adapt."""
+    def on_nack(self, now_ps: int, nacked_bytes: int, rtt_ps: int | None = None) -> None:
+        """A NACK (trimmed packet): shrink by ``nacked_bytes`` and arm quick adapt.
+
+        With ``base_rtt_from_nack`` its ``rtt_ps`` may lower the base RTT: a header trimmed on
+        the way returns sooner than its full packet would have.
+        """
+        if self.nscc.base_rtt_from_nack and rtt_ps is not None and rtt_ps < self.base_rtt_ps:
+            self._lower_base_rtt(rtt_ps)
         if self.nscc.nack_delay_sample:  # a trimmed packet met a full queue: about one RTT
             self._average(self.params.base_rtt_ps)
         self._on_loss(now_ps, nacked_bytes)
@@ -339,7 +355,7 @@ class Nscc(CongestionControl):
         """Cut the window to what was ACKed in the period that just ended (if under the gate)."""
         self._qa_armed = False
         achieved = float(self.acked_in_period_bytes)
-        gate = self.nscc.qa_gate_bytes
+        gate = self.qa_gate_bytes
         if achieved >= (self.cwnd_bytes if gate is None else min(gate, self.cwnd_bytes)):
             return
         self.cwnd_bytes = max(self.nscc.min_cwnd_bytes, achieved)
@@ -352,7 +368,7 @@ class Nscc(CongestionControl):
         """Delay bookkeeping and the four-quadrant action for one unambiguous RTT sample."""
         p = self.nscc
         if rtt_ps < self.base_rtt_ps:
-            self.base_rtt_ps = rtt_ps
+            self._lower_base_rtt(rtt_ps)
         delay = rtt_ps - self.base_rtt_ps
         if p.delay_ewma_unmarked_cap and not ecn and delay > p.target_delay_ps:
             self._average(self.base_rtt_ps / 4)
@@ -378,6 +394,17 @@ class Nscc(CongestionControl):
             self.pending_increase_bytes += p.fair_increase_bytes * acked_bytes / self.cwnd_bytes
         else:
             self._proportional_increase(acked_bytes, delay)
+
+    def _lower_base_rtt(self, rtt_ps: int) -> None:
+        """A new lowest RTT; with ``max_cwnd_follows_base_rtt`` the window ceiling (and the
+        quick-adapt gate) scale with it, as a ceiling in BDPs of the measured path does."""
+        self.base_rtt_ps = rtt_ps
+        p = self.nscc
+        if p.max_cwnd_follows_base_rtt:
+            scale = rtt_ps / self.params.base_rtt_ps
+            self.max_cwnd_bytes = max(p.min_cwnd_bytes, p.max_cwnd_bytes * scale)
+            if p.qa_gate_bytes is not None:
+                self.qa_gate_bytes = p.qa_gate_bytes * scale
 
     def _average(self, delay_ps: float) -> None:
         """Fold one delay sample into the averaged delay (the first sample sets it)."""
@@ -458,5 +485,4 @@ class Nscc(CongestionControl):
         self._near_zero_bytes = 0
 
     def _clamp(self) -> None:
-        p = self.nscc
-        self.cwnd_bytes = min(p.max_cwnd_bytes, max(p.min_cwnd_bytes, self.cwnd_bytes))
+        self.cwnd_bytes = min(self.max_cwnd_bytes, max(self.nscc.min_cwnd_bytes, self.cwnd_bytes))

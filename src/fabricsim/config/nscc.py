@@ -130,6 +130,17 @@ class NsccConfig(StrictModel):
         "delay (htsim); false: it takes no delay or ECN action",
     )
 
+    base_rtt_from_nack: bool = Field(
+        False,
+        description="a NACK's RTT may lower the base RTT (a trimmed header returns sooner "
+        "than its packet would; htsim)",
+    )
+    max_cwnd_follows_base_rtt: bool = Field(
+        False,
+        description="the window ceiling and quick-adapt gate scale with the base RTT as it "
+        "falls (htsim: 1.5 x the measured BDP)",
+    )
+
     @model_validator(mode="after")
     def _initial_within_ceiling(self) -> NsccConfig:
         lo, hi = self.initial_cwnd_bdp, self.max_cwnd_bdp

@@ -145,6 +145,8 @@ def _htsim_nscc(mss: int) -> dict[str, Any]:
         "nack_delay_sample": True,
         "delay_ewma_from_zero": True,
         "ambiguous_ack_avg_delay": True,
+        "base_rtt_from_nack": True,
+        "max_cwnd_follows_base_rtt": True,
     }
 
 

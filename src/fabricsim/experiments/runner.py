@@ -155,6 +155,8 @@ def _flow_frame(
             "entropy": out.entropy,
         }
     )
+    if out.acked_s is not None:  # packet engine: the sender saw every byte acknowledged
+        df["acked_s"] = out.acked_s
     for col, values in flows.extra.items():
         df[col] = values
     return df

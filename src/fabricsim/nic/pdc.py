@@ -86,7 +86,7 @@ class Pdc:
         "acked_pkts", "acked_bytes", "inflight", "retx", "group", "spray", "cc", "nic", "env",
         "in_active", "closed", "failed", "rx", "rto_q", "rto_at", "rto_tok", "fd_q", "fd_at",
         "rate_cap_bps", "next_send_ps", "wake_pending", "first_entropy", "labels", "sent",
-        "retransmitted", "paced", "rkey", "rkey_back", "floor_bytes",
+        "retransmitted", "paced", "rkey", "rkey_back", "floor_bytes", "acked_ps",
     )
 
     # fmt: on
@@ -121,6 +121,7 @@ class Pdc:
         self.spray: SprayingStrategy | Any = None
         self.cc = cc
         self.in_active = self.closed = self.failed = self.wake_pending = False
+        self.acked_ps = -1  # when the sender saw every packet acknowledged
         self.rx = RxState()
         self.rto_q: list[deque[tuple[int, int, int, int]]] = [deque()]
         self.rto_at = -1
@@ -315,6 +316,7 @@ class Pdc:
         now = env.sim.now
         self.cc.on_ack(now, acked, now - ts, ecn, self.inflight)
         if self.acked_pkts == self.npkts:
+            self.acked_ps = now
             self._close()
         elif not (self.in_active or self.wake_pending) and (
             self.retx or self.next_psn < self.npkts
@@ -336,7 +338,7 @@ class Pdc:
                 self.spray.on_ack(entropy, ecn)
             else:
                 self.spray.on_nack(entropy)
-        self.cc.on_nack(self.env.sim.now, size)
+        self.cc.on_nack(self.env.sim.now, size, self.env.sim.now - ts)
         if not self.in_active:
             self.nic.activate(self)
 

@@ -522,6 +522,14 @@ class PacketEngine:
             "packets_per_s": sent / max(wall, 1e-9),
         }
         started = np.where(self.start_ps >= 0, self.start_ps / PS_PER_S, math.nan)
+        acked = np.array(
+            [
+                max(p.acked_ps for p in self.pdcs[i]) / PS_PER_S
+                if done[i] and self.pdcs[i] and all(p.acked_ps >= 0 for p in self.pdcs[i])
+                else math.nan
+                for i in range(n)
+            ]
+        )
         out = EngineOutput(
             finish,
             delivered,
@@ -530,6 +538,7 @@ class PacketEngine:
             summary,
             timing,
             start_s=started,
+            acked_s=acked,
         )
         self._add_records(out)
         return out
