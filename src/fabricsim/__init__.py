@@ -9,10 +9,14 @@ Examples
 True
 """
 
-from fabricsim.config import Scenario, builtin_names, load_scenario
-from fabricsim.errors import ConfigError, EngineRefusal, FabricsimError
-from fabricsim.metrics import Result
-from fabricsim.runner import run
+from fabricsim import _core_build
+
+_core_build.install()  # before anything imports a compiled module (FABRICSIM_PURE, stale builds)
+
+from fabricsim.config import Scenario, builtin_names, load_scenario  # noqa: E402
+from fabricsim.errors import ConfigError, EngineRefusal, FabricsimError  # noqa: E402
+from fabricsim.metrics import Result  # noqa: E402
+from fabricsim.runner import run  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = [

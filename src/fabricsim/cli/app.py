@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from fabricsim import __version__
+from fabricsim._core_build import core_mode
 from fabricsim.errors import ConfigError
 
 try:  # typer >= 0.20 vendors click
@@ -46,7 +47,7 @@ def with_preset(sets: list[str] | None, preset: str | None) -> list[str]:
 
 def _show_version(value: bool) -> None:
     if value:
-        typer.echo(f"fabricsim {__version__}")
+        typer.echo(f"fabricsim {__version__} ({core_mode()} packet core)")
         raise typer.Exit()
 
 

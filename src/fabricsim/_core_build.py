@@ -1,0 +1,92 @@
+"""Which modules the build compiles, and how to tell at run time what is running.
+
+The hot path of the packet engine is plain Python (the readable reference, the debugger's
+view) with its C types declared in a ``.pxd`` beside each module; the build compiles those
+modules with Cython when it can (``setup.py``).  ``FABRICSIM_PURE=1`` runs the ``.py`` files
+even where the compiled modules exist.  Stdlib only: ``setup.py`` imports this file too.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+COMPILED = ("fabricsim.packetsim.core",)
+"""Modules compiled by the build (their ``.pxd`` declares the C types)."""
+
+DIRECTIVES = {"binding": False, "annotation_typing": False, "embedsignature": True}
+"""Cython directives: the ``.pxd`` files, not the annotations, give the C types."""
+
+PURE_ENV = "FABRICSIM_PURE"
+
+
+def warn_pure(why: str) -> None:
+    """Say once, at build time, that the package installs without its compiled core."""
+    print(
+        f"fabricsim: building without the compiled core ({why}); the package runs as pure "
+        "Python (slower, same results)",
+        file=sys.stderr,
+    )
+
+
+def pure_requested() -> bool:
+    """Whether ``FABRICSIM_PURE`` asks for the pure-Python modules."""
+    return os.environ.get(PURE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _stale(source: str) -> str | None:
+    """The compiled module beside ``source`` if it is older than the source (an edit since
+    the last build), else None."""
+    stem = source[: -len(".py")]
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        compiled = stem + suffix
+        if os.path.exists(compiled) and os.path.getmtime(compiled) < os.path.getmtime(source):
+            return compiled
+    return None
+
+
+class _PureFinder:
+    """Meta-path finder that loads the ``.py`` source of a compiled module when pure mode is
+    asked for, or when the source changed after the module was compiled."""
+
+    warned: set[str] = set()
+
+    @classmethod
+    def find_spec(cls, name: str, path=None, target=None):
+        if name not in COMPILED or not path:
+            return None
+        for entry in path:
+            source = os.path.join(entry, name.rpartition(".")[2] + ".py")
+            if not os.path.exists(source):
+                continue
+            if not pure_requested():
+                if _stale(source) is None:
+                    return None  # the compiled module is current: the normal import finds it
+                if name not in cls.warned:
+                    cls.warned.add(name)
+                    print(
+                        f"fabricsim: {source} changed since it was compiled; running it as "
+                        "pure Python (pip install -e . recompiles it)",
+                        file=sys.stderr,
+                    )
+            loader = importlib.machinery.SourceFileLoader(name, source)
+            return importlib.util.spec_from_file_location(name, source, loader=loader)
+        return None
+
+
+def install() -> None:
+    """Route imports of the compiled modules through :class:`_PureFinder` (once)."""
+    if not any(isinstance(f, _PureFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PureFinder())
+
+
+def core_mode() -> str:
+    """``compiled`` if every module of :data:`COMPILED` runs compiled, else ``pure``."""
+    for name in COMPILED:
+        module = sys.modules.get(name) or importlib.import_module(name)
+        where = getattr(module, "__file__", None) or ""
+        if not where.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+            return "pure"
+    return "compiled"
