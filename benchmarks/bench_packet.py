@@ -7,6 +7,11 @@ data packets per wall second (target: >= 25,000); and a calibration line (a pure
 loop) so that numbers from different machines can be compared.  Options: ``--types``,
 ``--size-bytes``, ``--profile`` (cProfile of the first type, top 25 functions by own time),
 ``--ack-coalesce``.  Run: ``python benchmarks/bench_packet.py``.
+
+``--htsim PATH`` (an ``htsim_uec`` you built yourself) instead runs both simulators on the same
+``.cm`` matrix (a 2 MB permutation on the k-ary fat tree of ``--k``, default 8 = 128 hosts),
+fabricsim with its ``htsim-uec`` preset and REPS, ``--repeats`` times alternating, and prints
+whole-process wall seconds, peak RSS, data packets per wall second and the ratios.
 """
 
 from __future__ import annotations
@@ -14,8 +19,14 @@ from __future__ import annotations
 import argparse
 import cProfile
 import heapq
+import os
 import pstats
+import re
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import fabricsim
 
@@ -39,13 +50,86 @@ def calibrate(n: int = 300_000) -> float:
     return n / (time.perf_counter() - t0) / 1e6
 
 
+def timed(cmd: list[str]) -> tuple[float, float, str]:
+    """Run ``cmd``; its wall seconds, peak RSS in MB and standard output."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{cmd[0]} failed with exit code {proc.returncode}")
+    return wall, usage.ru_maxrss / 1024, out
+
+
+def versus_htsim(htsim: str, k: int, size_bytes: int, repeats: int) -> None:
+    """Both simulators on one matrix, alternating; whole-process wall, RSS and packets/s."""
+    work = Path(tempfile.mkdtemp(prefix="bench-htsim-"))
+    cm = work / f"perm_k{k}.cm"
+    fab = [sys.executable, "-m", "fabricsim.cli"]
+    sets = ["--set", f"topology.k={k}", "--set", f"workload.size_bytes={size_bytes}"]
+    subprocess.run(
+        [*fab, "export-trace", "permutation", "--format", "htsim", "--out", str(cm), *sets],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    ours = [
+        *fab,
+        "run",
+        str(cm),
+        "--set",
+        "nic.packet_spraying_type=reps",
+        "--quiet",
+        "--out",
+        str(work / "out"),
+    ]
+    theirs = [
+        htsim,
+        "-tm",
+        str(cm),
+        "-o",
+        str(work / "h.dat"),
+        "-end",
+        "1000000",
+        "-load_balancing_algo",
+        "reps",
+    ]
+    print(f"{'run':<12}{'wall_s':>8}{'rss_mb':>8}{'data_pkts':>11}{'pkts/s':>10}")
+    rows: dict[str, list[tuple[float, float, int]]] = {"htsim": [], "fabricsim": []}
+    for _ in range(repeats):
+        w, rss, out = timed(theirs)
+        m = re.search(r"New: (\d+) Rtx: (\d+)", out)
+        pkts = int(m.group(1)) + int(m.group(2)) if m else 0
+        rows["htsim"].append((w, rss, pkts))
+        w, rss, _ = timed(ours)
+        summary = (work / "out" / "summary.json").read_text()
+        pkts = int(re.search(r'"packets_sent": (\d+)', summary).group(1))  # type: ignore[union-attr]
+        rows["fabricsim"].append((w, rss, pkts))
+        for name in rows:
+            w, rss, pkts = rows[name][-1]
+            print(f"{name:<12}{w:>8.2f}{rss:>8.0f}{pkts:>11,}{pkts / w:>10,.0f}")
+    best = {n: min(r, key=lambda x: x[0]) for n, r in rows.items()}
+    (hw, hr, _), (fw, fr, _) = best["htsim"], best["fabricsim"]
+    print(
+        f"best of {repeats}: fabricsim / htsim wall {fw / hw:.2f}x, peak RSS {fr:.0f} MB vs "
+        f"{hr:.0f} MB ({fr / hr:.1f}x)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--types", default="none,default,reps")
     ap.add_argument("--size-bytes", type=int, default=2_000_000)
     ap.add_argument("--ack-coalesce", type=int, default=1)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--htsim", help="path of an htsim_uec binary: compare on the same .cm")
+    ap.add_argument("--k", type=int, default=8, help="--htsim: fat-tree radix (8: 128 hosts)")
+    ap.add_argument("--repeats", type=int, default=3, help="--htsim: alternating runs each")
     args = ap.parse_args()
+    if args.htsim:
+        versus_htsim(args.htsim, args.k, args.size_bytes, args.repeats)
+        return
     print(f"calibration: {calibrate():.2f} M heap push+pop per second")
     print(
         f"{'type':<10}{'wall_s':>8}{'cpu_s':>7}{'events':>11}{'data_pkts':>11}{'events/s':>11}"
