@@ -24,6 +24,15 @@ class OptionalBuildExt(build_ext):
             super().run()
         except Exception as exc:  # no compiler, no Python headers, ...
             _core_build.warn_pure(f"the build failed ({exc})")
+            return
+        # beside each compiled module (in the build and, editable, in the source tree): the
+        # hash of the source it was compiled from
+        for ext in self.extensions:
+            source = Path("src", *ext.name.split(".")).with_suffix(".py")
+            name = Path(self.get_ext_filename(ext.name)).name
+            for where in (Path(self.get_ext_fullpath(ext.name)), source.with_name(name)):
+                if where.exists():
+                    _core_build.write_source_hash(source, where)
 
     def build_extension(self, ext) -> None:  # type: ignore[no-untyped-def]
         try:

@@ -8,6 +8,7 @@ even where the compiled modules exist.  Stdlib only: ``setup.py`` imports this f
 
 from __future__ import annotations
 
+import hashlib
 import importlib.machinery
 import importlib.util
 import os
@@ -36,15 +37,38 @@ def pure_requested() -> bool:
     return os.environ.get(PURE_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
-def _stale(source: str) -> str | None:
-    """The compiled module beside ``source`` if it is older than the source (an edit since
-    the last build), else None."""
-    stem = source[: -len(".py")]
+HASH_SUFFIX = ".srchash"
+
+
+def _digest(path: str | os.PathLike[str]) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def write_source_hash(source: str | os.PathLike[str], compiled: str | os.PathLike[str]) -> None:
+    """Record, beside the compiled module, the hash of the source it was compiled from."""
+    with open(_stem(str(compiled)) + HASH_SUFFIX, "w", encoding="ascii") as fh:
+        fh.write(_digest(source) + "\n")
+
+
+def _stem(compiled: str) -> str:
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        compiled = stem + suffix
-        if os.path.exists(compiled) and os.path.getmtime(compiled) < os.path.getmtime(source):
-            return compiled
-    return None
+        if compiled.endswith(suffix):
+            return compiled[: -len(suffix)]
+    return compiled
+
+
+def _stale(source: str) -> bool:
+    """Whether a compiled module beside ``source`` was built from other source text (an edit
+    or a checkout since the build; a build that recorded no hash counts as stale)."""
+    stem = source[: -len(".py")]
+    if not any(os.path.exists(stem + s) for s in importlib.machinery.EXTENSION_SUFFIXES):
+        return False  # nothing compiled here: the normal import finds the source anyway
+    try:
+        with open(stem + HASH_SUFFIX, encoding="ascii") as fh:
+            return fh.read().strip() != _digest(source)
+    except OSError:
+        return True
 
 
 class _PureFinder:
@@ -62,7 +86,7 @@ class _PureFinder:
             if not os.path.exists(source):
                 continue
             if not pure_requested():
-                if _stale(source) is None:
+                if not _stale(source):
                     return None  # the compiled module is current: the normal import finds it
                 if name not in cls.warned:
                     cls.warned.add(name)
