@@ -23,8 +23,14 @@ DIRECTIVES = {"binding": False, "annotation_typing": False, "embedsignature": Tr
 PURE_ENV = "FABRICSIM_PURE"
 
 
+_WARNED: list[str] = []
+
+
 def warn_pure(why: str) -> None:
     """Say once, at build time, that the package installs without its compiled core."""
+    if _WARNED:
+        return
+    _WARNED.append(why)
     print(
         f"fabricsim: building without the compiled core ({why}); the package runs as pure "
         "Python (slower, same results)",
