@@ -31,6 +31,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import gzip
 import math
 import re
@@ -39,8 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.message import DecodeError
 
 from fabricsim.errors import ConfigError
 from fabricsim.units import MAX_MESSAGE_BYTES
@@ -73,25 +72,24 @@ COMM_SEND, COMM_RECV, COMM_COLL = 5, 6, 7
 ALL_TO_ALL = 6
 _FILE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>\d+)\.et(?:\.gz)?$")
 
-_F = descriptor_pb2.FieldDescriptorProto
 # AttributeProto's oneof ``value``: the members we read (number, name, type, list message)
 _ATTR_VALUES = (
-    (3, "double_val", _F.TYPE_DOUBLE, None),
-    (5, "float_val", _F.TYPE_FLOAT, None),
-    (7, "int32_val", _F.TYPE_INT32, None),
+    (3, "double_val", "TYPE_DOUBLE", None),
+    (5, "float_val", "TYPE_FLOAT", None),
+    (7, "int32_val", "TYPE_INT32", None),
     (8, "int32_list", None, "Int32List"),
-    (9, "int64_val", _F.TYPE_INT64, None),
+    (9, "int64_val", "TYPE_INT64", None),
     (10, "int64_list", None, "Int64List"),
-    (11, "uint32_val", _F.TYPE_UINT32, None),
-    (13, "uint64_val", _F.TYPE_UINT64, None),
-    (15, "sint32_val", _F.TYPE_SINT32, None),
-    (17, "sint64_val", _F.TYPE_SINT64, None),
-    (19, "fixed32_val", _F.TYPE_FIXED32, None),
-    (21, "fixed64_val", _F.TYPE_FIXED64, None),
-    (23, "sfixed32_val", _F.TYPE_SFIXED32, None),
-    (25, "sfixed64_val", _F.TYPE_SFIXED64, None),
-    (27, "bool_val", _F.TYPE_BOOL, None),
-    (29, "string_val", _F.TYPE_STRING, None),
+    (11, "uint32_val", "TYPE_UINT32", None),
+    (13, "uint64_val", "TYPE_UINT64", None),
+    (15, "sint32_val", "TYPE_SINT32", None),
+    (17, "sint64_val", "TYPE_SINT64", None),
+    (19, "fixed32_val", "TYPE_FIXED32", None),
+    (21, "fixed64_val", "TYPE_FIXED64", None),
+    (23, "sfixed32_val", "TYPE_SFIXED32", None),
+    (25, "sfixed64_val", "TYPE_SFIXED64", None),
+    (27, "bool_val", "TYPE_BOOL", None),
+    (29, "string_val", "TYPE_STRING", None),
 )
 
 
@@ -99,52 +97,61 @@ def _field(
     msg: Any,
     name: str,
     number: int,
-    ftype: int | None,
-    label: int = _F.LABEL_OPTIONAL,
+    ftype: str | None,
+    label: str = "LABEL_OPTIONAL",
     type_name: str | None = None,
     oneof: int | None = None,
 ) -> None:
-    f = msg.field.add(name=name, number=number, label=label)
+    from google.protobuf.descriptor_pb2 import FieldDescriptorProto as F  # perf: lazy
+
+    f = msg.field.add(name=name, number=number, label=getattr(F, label))
     if type_name:
-        f.type = _F.TYPE_ENUM if type_name in ("NodeType",) else _F.TYPE_MESSAGE
+        f.type = F.TYPE_ENUM if type_name in ("NodeType",) else F.TYPE_MESSAGE
         f.type_name = f".ChakraProtoMsg.{type_name}"
     else:
-        f.type = ftype
+        f.type = getattr(F, ftype or "TYPE_MESSAGE")
     if oneof is not None:
         f.oneof_index = oneof
 
 
-def _schema() -> descriptor_pb2.FileDescriptorProto:
+def _schema() -> Any:
+    """The trace format's descriptor (a ``FileDescriptorProto``)."""
+    from google.protobuf import descriptor_pb2  # perf: lazy, only traces need protobuf
+
     fdp = descriptor_pb2.FileDescriptorProto(
         name="fabricsim/chakra_et_def.proto", package="ChakraProtoMsg", syntax="proto3"
     )
     enum = fdp.enum_type.add(name="NodeType")
     for number, name in enumerate(NODE_TYPES):
         enum.value.add(name=name, number=number)
-    for name, ftype in (("Int32List", _F.TYPE_INT32), ("Int64List", _F.TYPE_INT64)):
-        _field(fdp.message_type.add(name=name), "values", 1, ftype, _F.LABEL_REPEATED)
+    for name, ftype in (("Int32List", "TYPE_INT32"), ("Int64List", "TYPE_INT64")):
+        _field(fdp.message_type.add(name=name), "values", 1, ftype, "LABEL_REPEATED")
     attr = fdp.message_type.add(name="AttributeProto")
-    _field(attr, "name", 1, _F.TYPE_STRING)
-    _field(attr, "doc_string", 2, _F.TYPE_STRING)
+    _field(attr, "name", 1, "TYPE_STRING")
+    _field(attr, "doc_string", 2, "TYPE_STRING")
     attr.oneof_decl.add(name="value")
-    for number, name, ftype, list_type in _ATTR_VALUES:
-        _field(attr, name, number, ftype, type_name=list_type, oneof=0)
+    for number, name, vtype, list_type in _ATTR_VALUES:
+        _field(attr, name, number, vtype, type_name=list_type, oneof=0)
     meta = fdp.message_type.add(name="GlobalMetadata")
-    _field(meta, "version", 1, _F.TYPE_STRING)
-    _field(meta, "attr", 2, None, _F.LABEL_REPEATED, "AttributeProto")
+    _field(meta, "version", 1, "TYPE_STRING")
+    _field(meta, "attr", 2, None, "LABEL_REPEATED", "AttributeProto")
     node = fdp.message_type.add(name="Node")
-    _field(node, "id", 1, _F.TYPE_UINT64)
-    _field(node, "name", 2, _F.TYPE_STRING)
+    _field(node, "id", 1, "TYPE_UINT64")
+    _field(node, "name", 2, "TYPE_STRING")
     _field(node, "type", 3, None, type_name="NodeType")
-    _field(node, "ctrl_deps", 4, _F.TYPE_UINT64, _F.LABEL_REPEATED)
-    _field(node, "data_deps", 5, _F.TYPE_UINT64, _F.LABEL_REPEATED)
-    _field(node, "start_time_micros", 6, _F.TYPE_UINT64)
-    _field(node, "duration_micros", 7, _F.TYPE_UINT64)
-    _field(node, "attr", 10, None, _F.LABEL_REPEATED, "AttributeProto")
+    _field(node, "ctrl_deps", 4, "TYPE_UINT64", "LABEL_REPEATED")
+    _field(node, "data_deps", 5, "TYPE_UINT64", "LABEL_REPEATED")
+    _field(node, "start_time_micros", 6, "TYPE_UINT64")
+    _field(node, "duration_micros", 7, "TYPE_UINT64")
+    _field(node, "attr", 10, None, "LABEL_REPEATED", "AttributeProto")
     return fdp
 
 
+@functools.cache
 def _classes() -> tuple[type, type, type]:
+    """The message classes ``Node``, ``AttributeProto``, ``GlobalMetadata`` (built once)."""
+    from google.protobuf import descriptor_pool, message_factory  # perf: lazy
+
     pool = descriptor_pool.DescriptorPool()  # private: no clash with an installed chakra
     pool.Add(_schema())
     get = getattr(message_factory, "GetMessageClass", None)
@@ -156,28 +163,36 @@ def _classes() -> tuple[type, type, type]:
     return node, attr, meta
 
 
-Node, AttributeProto, GlobalMetadata = _classes()
+_CLASS_NAMES = ("Node", "AttributeProto", "GlobalMetadata")
+
+
+def __getattr__(name: str) -> Any:
+    """``Node``, ``AttributeProto`` and ``GlobalMetadata``, built on first use (protobuf is
+    imported only when a trace is read or written)."""
+    if name in _CLASS_NAMES:
+        return _classes()[_CLASS_NAMES.index(name)]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # -- writing (tests, examples, exporting) ----------------------------------------------------
 def _attr(name: str, value: int | str) -> Any:
     if isinstance(value, str):
-        return AttributeProto(name=name, string_val=value)
+        return _classes()[1](name=name, string_val=value)
     if name in ("comm_src", "comm_dst", "comm_tag"):
-        return AttributeProto(name=name, int32_val=int(value))
-    return AttributeProto(name=name, int64_val=int(value))
+        return _classes()[1](name=name, int32_val=int(value))
+    return _classes()[1](name=name, int64_val=int(value))
 
 
 def send_node(node_id: int, dst: int, size: int, name: str = "send") -> Any:
     """A ``COMM_SEND_NODE`` of ``size`` bytes to rank ``dst``."""
     attrs = [_attr("comm_dst", dst), _attr("comm_size", size), _attr("comm_tag", 0)]
-    return Node(id=node_id, name=name, type=COMM_SEND, attr=attrs)
+    return _classes()[0](id=node_id, name=name, type=COMM_SEND, attr=attrs)
 
 
 def recv_node(node_id: int, src: int, size: int, name: str = "recv") -> Any:
     """A ``COMM_RECV_NODE`` of ``size`` bytes from rank ``src``."""
     attrs = [_attr("comm_src", src), _attr("comm_size", size), _attr("comm_tag", 0)]
-    return Node(id=node_id, name=name, type=COMM_RECV, attr=attrs)
+    return _classes()[0](id=node_id, name=name, type=COMM_RECV, attr=attrs)
 
 
 def all_to_all_node(
@@ -187,12 +202,12 @@ def all_to_all_node(
     attrs = [_attr("comm_type", ALL_TO_ALL), _attr("comm_size", size)]
     if pg_name is not None:
         attrs.append(_attr("pg_name", pg_name))
-    return Node(id=node_id, name=name, type=COMM_COLL, attr=attrs)
+    return _classes()[0](id=node_id, name=name, type=COMM_COLL, attr=attrs)
 
 
 def compute_node(node_id: int, duration_us: int = 10, name: str = "compute") -> Any:
     """A ``COMP_NODE`` (ignored by the demand matrix)."""
-    return Node(id=node_id, name=name, type=4, duration_micros=duration_us)
+    return _classes()[0](id=node_id, name=name, type=4, duration_micros=duration_us)
 
 
 def _varint(value: int) -> bytes:
@@ -208,7 +223,7 @@ def _varint(value: int) -> bytes:
 def write_trace(path: str | Path, nodes: list[Any], version: str = "0.0.4") -> None:
     """Write one rank's trace: ``GlobalMetadata`` then the nodes, each length-delimited."""
     chunks = []
-    for msg in [GlobalMetadata(version=version), *nodes]:
+    for msg in [_classes()[2](version=version), *nodes]:
         data = msg.SerializeToString()
         chunks += [_varint(len(data)), data]
     Path(path).write_bytes(b"".join(chunks))
@@ -252,9 +267,12 @@ def read_trace(path: str | Path) -> tuple[Any, list[Any]]:
             data = gzip.decompress(data)
         except (OSError, EOFError):
             raise ConfigError(f"workload.path: {p.name}: broken gzip data") from None
-    meta, nodes = GlobalMetadata(), []
+    from google.protobuf.message import DecodeError  # perf: lazy
+
+    node_cls, _, meta_cls = _classes()
+    meta, nodes = meta_cls(), []
     for index, payload in _messages(data, p.name):
-        msg = meta if index == 0 else Node()
+        msg = meta if index == 0 else node_cls()
         try:
             msg.ParseFromString(payload)
         except DecodeError:
