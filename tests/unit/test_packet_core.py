@@ -28,8 +28,9 @@ def make_port(
     kmax=2 * 10**9,
     trimming=True,
     rand=lambda: 0.5,
+    tail_victim=0.0,
 ):
-    return Port(sim, 0, rate, delay, cap, hcap, kmin, kmax, trimming, False, 88, rand)
+    return Port(sim, 0, rate, delay, cap, hcap, kmin, kmax, trimming, False, 88, rand, tail_victim)
 
 
 def pkt_for(port, sink, psn, size=4184, kind=DATA):
@@ -173,55 +174,22 @@ def test_route_cache_matches_router(method):
 
 
 def test_a_full_queue_may_trim_its_last_packet_instead():
-    """tail_victim 1: the arriving packet takes the last queued packet's place, that one is
-    trimmed (htsim's coin flip, always heads here); the header knows it was the last hop."""
-    sim = Sim()
-    sink = Sink(sim)
-    port = Port(
-        sim,
-        0,
-        100e9,
-        1_000_000,
-        4184,
-        10**9,
-        10**9,
-        2 * 10**9,
-        True,
-        False,
-        88,
-        lambda: 0.25,
-        tail_victim=0.5,
-    )
-    pkts = [pkt_for(port, sink, i) for i in range(4)]
-    for p in pkts:
-        sim.at(0, port.receive, p)
-    sim.run(10**12)
-    # 0 on the wire, 1 queued; 2 replaces 1 (1 trimmed), 3 replaces 2 (2 trimmed)
-    assert [(psn, kind) for _, kind, psn, _, _ in sink.got] == [
-        (0, DATA),
-        (1, HDR),
-        (2, HDR),
-        (3, DATA),
-    ]
+    """tail_victim: on heads of the coin the arriving packet takes the last queued packet's
+    place and that one is trimmed (htsim); the header knows it was trimmed at the last hop."""
+
+    def run(coin):
+        sim = Sim()
+        sink = Sink(sim)
+        port = make_port(sim, cap=4184, rand=lambda: coin, tail_victim=0.5)
+        pkts = [pkt_for(port, sink, i) for i in range(4)]
+        for p in pkts:
+            sim.at(0, port.receive, p)
+        sim.run(10**12)
+        return [(psn, kind) for _, kind, psn, _, _ in sink.got], port, pkts
+
+    # heads: 0 on the wire, 1 queued; 2 replaces 1 (1 trimmed), 3 replaces 2 (2 trimmed)
+    got, port, pkts = run(0.25)
+    assert got == [(0, DATA), (1, HDR), (2, HDR), (3, DATA)]
     assert port.trims == 2 and pkts[1].last_hop and pkts[2].last_hop
-    sim2 = Sim()
-    port2 = Port(
-        sim2,
-        0,
-        100e9,
-        1_000_000,
-        4184,
-        10**9,
-        10**9,
-        2 * 10**9,
-        True,
-        False,
-        88,
-        lambda: 0.75,
-        tail_victim=0.5,
-    )  # the coin says: trim the arriving packet
-    sink2 = Sink(sim2)
-    for i in range(4):
-        sim2.at(0, port2.receive, pkt_for(port2, sink2, i))
-    sim2.run(10**12)
-    assert [psn for _, _, psn, _, _ in sink2.got] == [0, 2, 3, 1]
+    got, port, _ = run(0.75)  # tails: the arriving packets are trimmed
+    assert got == [(0, DATA), (2, HDR), (3, HDR), (1, DATA)]
