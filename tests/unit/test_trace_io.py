@@ -95,6 +95,16 @@ def test_run_cm_trace_and_export_round_trip(tmp_path, capsys):
     assert len(pd.read_csv(csv)) == 128
 
 
+def test_export_warns_that_htsim_truncates_fractional_starts(tmp_path, capsys):
+    assert (
+        main(["export-trace", "permutation", "--format", "htsim", "--out", str(tmp_path / "p.cm")])
+        == 0
+    )
+    assert "whole microseconds" not in capsys.readouterr().err  # every start is 0
+    assert main(["export-trace", "ark", "--format", "htsim", "--out", str(tmp_path / "a.cm")]) == 0
+    assert "1000 of 1000 messages start up to 1 us earlier" in capsys.readouterr().err
+
+
 # -- input bounds and strict parsing (issue 10) -----------------------------------------------
 HEADER = "src,dst,size_bytes,start_s\n"
 

@@ -439,13 +439,14 @@ def messages_frame(table: FlowTable) -> pd.DataFrame:
 
 def export_messages(sc: Scenario, fmt: str, path: str | Path) -> int:
     """Write a scenario's messages as CSV or an htsim ``.cm`` file; returns the count."""
-    text, count = messages_text(sc, fmt)
+    text, count, _ = messages_text(sc, fmt)
     Path(path).write_text(text)
     return count
 
 
-def messages_text(sc: Scenario, fmt: str) -> tuple[str, int]:
-    """A scenario's messages as CSV or htsim ``.cm`` text, and how many there are."""
+def messages_text(sc: Scenario, fmt: str) -> tuple[str, int, str | None]:
+    """A scenario's messages as CSV or htsim ``.cm`` text, how many there are, and a note for
+    the user (htsim reads whole microseconds: fractional starts move), or None."""
     fabric = fabric_for(sc.topology)
     table = generate(sc, fabric)
     if table.depends_on is not None and any(table.depends_on):
@@ -454,6 +455,14 @@ def messages_text(sc: Scenario, fmt: str) -> tuple[str, int]:
             "cannot express that (htsim triggers are not exported)"
         )
     df = messages_frame(table)
-    if fmt == "htsim":
-        return htsim_cm_text(df, fabric.num_hosts), len(df)
-    return df.to_csv(index=False), len(df)
+    if fmt != "htsim":
+        return df.to_csv(index=False), len(df), None
+    start_us = df["start_s"].to_numpy(dtype=float) * 1e6
+    moved = int(np.count_nonzero(np.abs(start_us - np.round(start_us)) > 1e-6))
+    note = None
+    if moved:
+        note = (
+            f"note: htsim_uec reads start times as whole microseconds (it truncates them): "
+            f"{moved} of {len(df)} messages start up to 1 us earlier there than here"
+        )
+    return htsim_cm_text(df, fabric.num_hosts), len(df), note
