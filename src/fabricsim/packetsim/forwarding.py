@@ -237,6 +237,7 @@ class RouteTable:
         self.uplink = [int(x) for x in fabric.host_uplink]
         self.cache: dict[int, Route] = {}
         self.groups: dict[tuple[int, int], tuple[int, ...]] = {}
+        self.shared: dict[int, tuple[int, ...]] = {}  # the distinct groups (Fabric.group_key)
         self.paths: dict[tuple[tuple[int, ...], bool], Route] = {}
         self.roots: dict[tuple[int, int], tuple[tuple[Callable, ...], Route | None]] = {}
         self.built = 0
@@ -255,10 +256,13 @@ class RouteTable:
 
     def group(self, switch: int, dst: int) -> tuple[int, ...]:
         """The ECMP group (out-link ids) of ``switch`` toward host ``dst``."""
-        key = (switch, dst)
-        g = self.groups.get(key)
+        g = self.groups.get((switch, dst))
         if g is None:
-            g = self.groups[key] = tuple(int(x) for x in self.fabric.ecmp_group(switch, dst))
+            key = self.fabric.group_key(switch, dst)  # perf: shared by the hosts of a leaf
+            g = self.shared.get(key)
+            if g is None:
+                g = self.shared[key] = tuple(int(x) for x in self.fabric.ecmp_group(switch, dst))
+            self.groups[(switch, dst)] = g
         return g
 
     def _build(self, src: int, dst: int, entropy: int) -> Route:

@@ -94,7 +94,7 @@ class Fabric:
     link_index: dict[str, int] = field(default_factory=dict)
     _dist: np.ndarray | None = None  # (num_leaves, num_nodes) hops to each leaf
     _leaf_row: dict[int, int] = field(default_factory=dict)
-    _groups: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+    _groups: dict[int, np.ndarray] = field(default_factory=dict)
     link_hop: list[str] = field(default_factory=list)  # label of the node each link reaches
 
     def __post_init__(self) -> None:
@@ -153,12 +153,21 @@ class Fabric:
 
     def ecmp_group(self, switch: int, dst_host: int) -> np.ndarray:
         """Out-link ids of ``switch`` toward ``dst_host`` (the ECMP group; may be empty)."""
-        key = (switch, dst_host)
+        key = self.group_key(switch, dst_host)
         group = self._groups.get(key)
         if group is None:
             group = self._compute_group(switch, dst_host)
             self._groups[key] = group
         return group
+
+    def group_key(self, switch: int, dst_host: int) -> int:
+        """What the ECMP group of ``switch`` toward ``dst_host`` depends on, as one int: the
+        host itself at its own leaf (the downlink), else only the host's leaf (perf: one group
+        shared by every host of a leaf)."""
+        leaf = int(self.host_leaf[dst_host])
+        if switch == leaf:
+            return -1 - dst_host
+        return switch * self.num_nodes + leaf
 
     def _compute_group(self, switch: int, dst_host: int) -> np.ndarray:
         leaf = int(self.host_leaf[dst_host])
