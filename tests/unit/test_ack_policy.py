@@ -85,12 +85,11 @@ class _Pdc:
 
 def _nic_with(ctrl_per_data, ctrl, data):
     from collections import deque
-    from types import SimpleNamespace
 
     from fabricsim.nic.nic import Nic
 
     nic = Nic.__new__(Nic)  # only what the transmit scheduler reads
-    nic.env = SimpleNamespace(ctrl_per_data=ctrl_per_data or 1 << 62)
+    nic.ctrl_per_data = ctrl_per_data or 1 << 62
     nic.ctrl, nic.active, nic.ctrl_run = deque(ctrl), deque(_Pdc(d) for d in data), 0
     return nic
 

@@ -8,9 +8,10 @@
   group's first sending PDC joins (its ``src_port`` is the group's entropy under ``none``), by
   the registered spraying type of ``nic.packet_spraying_type`` (:mod:`fabricsim.lb.spraying`).
 * **Transmit scheduler**: the NIC's uplink pulls a packet whenever the wire is free: ACKs and
-  NACKs first (with ``nic.control_per_data``, one data packet after that many in a row), then the PDCs with something to send in round robin, one packet each (htsim's
-  NIC round robin; MoE's ``round_robin`` sender); a PDC blocked by its window leaves the
-  round until feedback brings it back; a paced PDC (``rate_cap_bps``: MoE's ``rate_based``
+  NACKs first (with ``nic.control_per_data``, one data packet after that many in a row), then
+  the PDCs with something to send in round robin, one packet each (htsim's NIC round robin;
+  MoE's ``round_robin`` sender); a PDC blocked by its window leaves the round until feedback
+  brings it back; a paced PDC (``rate_cap_bps``: MoE's ``rate_based``
   sender) leaves it after each packet and rejoins at the end when its next packet is due.
 * **Receive**: data is written as it arrives (no reorder buffer); every ``nic.ack_coalesce``
   data packets (``nic.ack_bytes``: every that many wire bytes), and at once for a duplicate,
@@ -107,6 +108,7 @@ class Nic:
         self.ack_by_bytes, self.ack_request = env.ack_by_bytes, env.ack_request
         self.sim = env.sim
         self.ctrl_run = 0  # control packets sent since the last data packet
+        self.ctrl_per_data = env.ctrl_per_data
         port.pull = self.pull
         port.ctrlq, port.activeq = self.ctrl, self.active
 
@@ -160,7 +162,7 @@ class Nic:
         """The packet to put on the wire now: control first (up to ``nic.control_per_data``
         in a row while data waits), then PDCs in round robin."""
         ctrl = self.ctrl
-        if ctrl and self.ctrl_run < self.env.ctrl_per_data:
+        if ctrl and self.ctrl_run < self.ctrl_per_data:
             self.ctrl_run += 1
             return ctrl.popleft()
         pkt = self._next_data()
