@@ -1,5 +1,7 @@
 # C types of packetsim/core.py for the compiled build (setup.py; the .py is the implementation).
 # Keep in step with core.py: every attribute a class sets, every method the hot path calls.
+cimport cython
+
 cdef class Packet:
     cdef public int kind
     cdef public object pdc
@@ -20,7 +22,10 @@ cdef class Sim:
     cdef public dict buckets
     cdef public long long events
     cdef public bint stopped
+    @cython.locals(bucket=list)
     cpdef at(self, long long t_ps, object fn, object arg=*)
+    @cython.locals(times=list, buckets=dict, bucket=list, t=cython.longlong,
+                   n=cython.longlong, i=cython.Py_ssize_t)
     cpdef long long run(self, long long limit_ps)
 
 cdef class Port:
@@ -42,9 +47,17 @@ cdef class Port:
     cdef public dict lbrec
     cdef public double tail_victim
     cpdef long long ser_ps(self, long long size)
+    @cython.locals(now=cython.longlong, size=cython.longlong, t=cython.longlong,
+                   h=cython.longlong, at=cython.longlong, q=cython.longlong, bucket=list)
     cpdef receive(self, Packet pkt)
+    @cython.locals(size=cython.longlong, t=cython.longlong, h=cython.longlong,
+                   at=cython.longlong, bucket=list)
     cpdef send(self, Packet pkt, long long now)
+    @cython.locals(pkt=Packet, size=cython.longlong, t=cython.longlong, h=cython.longlong,
+                   at=cython.longlong, q=cython.longlong, bucket=list)
     cpdef complete(self, object _)
 
 cdef class HostPort(Port):
     cdef public object pull, ctrlq, activeq
+    @cython.locals(pkt=Packet, at=cython.longlong, bucket=list)
+    cpdef complete(self, object _)

@@ -116,8 +116,9 @@ class RandomPool:
 class Sim:
     """Clock and event calendar shared by every element of one simulation (no global state).
 
-    ``times`` is a heap of the distinct pending times; ``buckets[t]`` the list of
-    ``(callback, arg)`` due at ``t`` in insertion order.  Scheduling at the current time
+    ``times`` is a heap of the distinct pending times; ``buckets[t]`` the flat list
+    ``[callback, arg, callback, arg, ...]`` due at ``t`` in insertion order (no tuple per
+    event).  Scheduling at the current time
     appends to the bucket being processed, so it runs in this pass, after what came before.
     """
 
@@ -126,7 +127,7 @@ class Sim:
     def __init__(self) -> None:
         self.now = 0
         self.times: list[int] = []
-        self.buckets: dict[int, list[tuple[Callable[[Any], None], Any]]] = {}
+        self.buckets: dict[int, list[Any]] = {}
         self.events = 0
         self.stopped = False
 
@@ -136,15 +137,16 @@ class Sim:
             t_ps = self.now
         bucket = self.buckets.get(t_ps)
         if bucket is None:
-            self.buckets[t_ps] = [(fn, arg)]
+            self.buckets[t_ps] = [fn, arg]
             heappush(self.times, t_ps)
         else:
-            bucket.append((fn, arg))
+            bucket.append(fn)
+            bucket.append(arg)
 
     @property
     def pending(self) -> int:
         """Events scheduled and not yet processed."""
-        return sum(len(b) for b in self.buckets.values())
+        return sum(len(b) for b in self.buckets.values()) // 2
 
     def run(self, limit_ps: int) -> int:
         """Process events in time order until none is left or the next is after ``limit_ps``.
@@ -160,9 +162,11 @@ class Sim:
                 break
             self.now = t
             bucket = buckets[t]
-            for fn, arg in bucket:  # perf: events appended at time t during the pass run too
-                fn(arg)
-            n += len(bucket)
+            i = 0
+            while i < len(bucket):  # events appended at time t during the pass run too
+                bucket[i](bucket[i + 1])
+                i += 2
+            n += i >> 1
             del buckets[t]
             heappop(times)
         self.events += n
@@ -277,12 +281,14 @@ class Port:
             pkt.hop = h
             # perf: Sim.at inlined
             at = t + self.delay_ps
+            nxt = pkt.hops[h]
             bucket = self.buckets.get(at)
             if bucket is None:
-                self.buckets[at] = [(pkt.hops[h], pkt)]
+                self.buckets[at] = [nxt, pkt]
                 heappush(self.times, at)
             else:
-                bucket.append((pkt.hops[h], pkt))
+                bucket.append(nxt)
+                bucket.append(pkt)
             return
         size = pkt.size
         if pkt.kind:
@@ -315,10 +321,11 @@ class Port:
             at = self.busy_until
             bucket = self.buckets.get(at)
             if bucket is None:
-                self.buckets[at] = [(self._complete, None)]
+                self.buckets[at] = [self._complete, None]
                 heappush(self.times, at)
             else:
-                bucket.append((self._complete, None))
+                bucket.append(self._complete)
+                bucket.append(None)
 
     def _swap_tail(self, pkt: Packet) -> Packet:
         """The arriving ``pkt`` takes the last queued packet's place if it fits there; the
@@ -341,12 +348,14 @@ class Port:
         pkt.hop = h
         # perf: Sim.at inlined
         at = t + self.delay_ps
+        nxt = pkt.hops[h]
         bucket = self.buckets.get(at)
         if bucket is None:
-            self.buckets[at] = [(pkt.hops[h], pkt)]
+            self.buckets[at] = [nxt, pkt]
             heappush(self.times, at)
         else:
-            bucket.append((pkt.hops[h], pkt))
+            bucket.append(nxt)
+            bucket.append(pkt)
 
     def complete(self, _: Any) -> None:
         """The packet on the wire has left: start the next one (priority queue first)."""
@@ -376,20 +385,23 @@ class Port:
         pkt.hop = h
         # perf: Sim.at inlined
         at = t + self.delay_ps
+        nxt = pkt.hops[h]
         bucket = self.buckets.get(at)
         if bucket is None:
-            self.buckets[at] = [(pkt.hops[h], pkt)]
+            self.buckets[at] = [nxt, pkt]
             heappush(self.times, at)
         else:
-            bucket.append((pkt.hops[h], pkt))
+            bucket.append(nxt)
+            bucket.append(pkt)
         if q or self.hq:
             # perf: Sim.at inlined
             bucket = self.buckets.get(t)
             if bucket is None:
-                self.buckets[t] = [(self._complete, None)]
+                self.buckets[t] = [self._complete, None]
                 heappush(self.times, t)
             else:
-                bucket.append((self._complete, None))
+                bucket.append(self._complete)
+                bucket.append(None)
         else:
             self.pending = False
 
@@ -453,10 +465,11 @@ class HostPort(Port):
             at = self.busy_until
             bucket = self.buckets.get(at)
             if bucket is None:
-                self.buckets[at] = [(self._complete, None)]
+                self.buckets[at] = [self._complete, None]
                 heappush(self.times, at)
             else:
-                bucket.append((self._complete, None))
+                bucket.append(self._complete)
+                bucket.append(None)
         else:
             self.pending = False
 
