@@ -14,7 +14,7 @@ import importlib.util
 import os
 import sys
 
-COMPILED = ("fabricsim.packetsim.core",)
+COMPILED = ("fabricsim.packetsim.core", "fabricsim.nic.pdc", "fabricsim.nic.nic")
 """Modules compiled by the build (their ``.pxd`` declares the C types)."""
 
 DIRECTIVES = {"binding": False, "annotation_typing": False, "embedsignature": True}
@@ -46,9 +46,14 @@ def pure_requested() -> bool:
 HASH_SUFFIX = ".srchash"
 
 
-def _digest(path: str | os.PathLike[str]) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()
+def _digest(source: str | os.PathLike[str]) -> str:
+    """Hash of a module's source and of the C types declared beside it (``.pxd``)."""
+    h = hashlib.sha256()
+    for path in (str(source), str(source)[: -len(".py")] + ".pxd"):
+        if os.path.exists(path):
+            with open(path, "rb") as fh:
+                h.update(fh.read())
+    return h.hexdigest()
 
 
 def write_source_hash(source: str | os.PathLike[str], compiled: str | os.PathLike[str]) -> None:
@@ -65,8 +70,9 @@ def _stem(compiled: str) -> str:
 
 
 def _stale(source: str) -> bool:
-    """Whether a compiled module beside ``source`` was built from other source text (an edit
-    or a checkout since the build; a build that recorded no hash counts as stale)."""
+    """Whether a compiled module beside ``source`` was built from other source text or type
+    declarations (an edit or a checkout since the build; a build that recorded no hash counts
+    as stale)."""
     stem = source[: -len(".py")]
     if not any(os.path.exists(stem + s) for s in importlib.machinery.EXTENSION_SUFFIXES):
         return False  # nothing compiled here: the normal import finds the source anyway
@@ -78,10 +84,28 @@ def _stale(source: str) -> bool:
 
 
 class _PureFinder:
-    """Meta-path finder that loads the ``.py`` source of a compiled module when pure mode is
-    asked for, or when the source changed after the module was compiled."""
+    """Meta-path finder that loads the ``.py`` sources of the compiled modules when pure mode
+    is asked for, or when any of their sources changed after they were compiled.
 
-    warned: set[str] = set()
+    All or none: the compiled modules share C types (``cimport``), so one stale module runs
+    every one of them from source."""
+
+    _pure: bool | None = None
+
+    @classmethod
+    def _all_pure(cls) -> bool:
+        if pure_requested():
+            return True
+        if cls._pure is None:
+            stale = [s for s in _sources() if _stale(s)]
+            cls._pure = bool(stale)
+            for source in stale:
+                print(
+                    f"fabricsim: {source} changed since it was compiled; running the compiled "
+                    "modules as pure Python (pip install -e . recompiles them)",
+                    file=sys.stderr,
+                )
+        return cls._pure
 
     @classmethod
     def find_spec(cls, name: str, path=None, target=None):
@@ -91,19 +115,17 @@ class _PureFinder:
             source = os.path.join(entry, name.rpartition(".")[2] + ".py")
             if not os.path.exists(source):
                 continue
-            if not pure_requested():
-                if not _stale(source):
-                    return None  # the compiled module is current: the normal import finds it
-                if name not in cls.warned:
-                    cls.warned.add(name)
-                    print(
-                        f"fabricsim: {source} changed since it was compiled; running it as "
-                        "pure Python (pip install -e . recompiles it)",
-                        file=sys.stderr,
-                    )
+            if not cls._all_pure():
+                return None  # the compiled module is current: the normal import finds it
             loader = importlib.machinery.SourceFileLoader(name, source)
             return importlib.util.spec_from_file_location(name, source, loader=loader)
         return None
+
+
+def _sources() -> list[str]:
+    """The source files of :data:`COMPILED` (beside this file's package)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return [os.path.join(root, *m.split(".")) + ".py" for m in COMPILED]
 
 
 def install() -> None:

@@ -73,37 +73,38 @@ def test_fixed_rto_retries_at_a_constant_interval():
     assert ends[True] > 700e-6 and ends[False] < 300e-6
 
 
-class _Pdc:
-    paced = False
-
-    def __init__(self, name):
-        self.name, self.in_active = name, True
-
-    def next_packet(self):
-        return self.name
-
-
 def _nic_with(ctrl_per_data, ctrl, data):
-    from collections import deque
+    """Host 0's NIC of a small engine with ``ctrl`` control packets queued (tagged by PSN)
+    and, if ``data``, one PDC with data to send; the scheduler's pulls by tag (``d``: data)."""
+    from fabricsim.packetsim.core import ACK, Packet
+    from fabricsim.packetsim.engine import PacketEngine
 
-    from fabricsim.nic.nic import Nic
-
-    nic = Nic.__new__(Nic)  # only what the transmit scheduler reads
-    nic.ctrl_per_data = ctrl_per_data or 1 << 62
-    nic.ctrl, nic.active, nic.ctrl_run = deque(ctrl), deque(_Pdc(d) for d in data), 0
-    return nic
+    sc = fabricsim.load_scenario("incast").with_overrides(
+        {"topology.k": 4, "workload.senders": 3, "nic.control_per_data": ctrl_per_data}
+    )
+    engine = PacketEngine.from_scenario(sc)
+    src = int(engine.flows.src[0])
+    nic = engine.nics[src]
+    for i in range(ctrl):
+        pkt = Packet()
+        pkt.kind, pkt.psn = ACK, i
+        nic.ctrl.append(pkt)
+    nic.port.busy_until = 1 << 60  # the wire stays busy: only the test pulls
+    if data:
+        engine._arrive(0)
+    return lambda: (lambda p: None if p is None else f"ack{p.psn}" if p.kind else "d")(nic.pull())
 
 
 def test_transmit_scheduler_interleaves_data_after_n_control_packets():
     """nic.control_per_data: htsim's NIC sends 10 control packets per data packet while both
     wait; null keeps control strictly first."""
     acks = [f"ack{i}" for i in range(5)]
-    nic = _nic_with(2, acks, ["d"])
-    assert [nic.pull() for _ in range(7)] == ["ack0", "ack1", "d", "ack2", "ack3", "d", "ack4"]
-    strict = _nic_with(None, acks, ["d"])
-    assert [strict.pull() for _ in range(6)] == acks + ["d"]
-    idle = _nic_with(2, acks[:3], [])
-    assert [idle.pull() for _ in range(4)] == acks[:3] + [None]  # no data: control goes on
+    pull = _nic_with(2, 5, True)
+    assert [pull() for _ in range(7)] == ["ack0", "ack1", "d", "ack2", "ack3", "d", "ack4"]
+    strict = _nic_with(None, 5, True)
+    assert [strict() for _ in range(6)] == acks + ["d"]
+    idle = _nic_with(2, 3, False)
+    assert [idle() for _ in range(4)] == acks[:3] + [None]  # no data: control goes on
 
 
 def test_reps_recycles_the_entropy_of_a_last_hop_trim(monkeypatch):

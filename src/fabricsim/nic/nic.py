@@ -106,7 +106,8 @@ class Nic:
         self._rand: Callable[[], float] | None = None
         self.hdr, self.coalesce, self.rcache = env.hdr, env.coalesce, env.routes.cache
         self.ack_by_bytes, self.ack_request = env.ack_by_bytes, env.ack_request
-        self.sim = env.sim
+        self.sim, self.pool = env.sim, env.pool
+        self.groups_enabled = env.cfg.pdc_groups_enabled
         self.ctrl_run = 0  # control packets sent since the last data packet
         self.ctrl_per_data = env.ctrl_per_data
         port.pull = self.pull
@@ -230,14 +231,14 @@ class Nic:
                     self.max_ooo = held
             rx.count += 1
             rx.bytes += pkt.payload
-            if rx.count == 1 and self.env.cfg.pdc_groups_enabled:
+            if rx.count == 1 and self.groups_enabled:
                 rx.group = self.join(pdc.src, None)
             if rx.count == pdc.npkts:
                 self._rx_complete(pdc)
                 urgent = True
         rx.unacked += pkt.size if self.ack_by_bytes else 1
         if not urgent and rx.unacked < self.coalesce:
-            self.env.pool.put(pkt)
+            self.pool.put(pkt)
             return
         rx.unacked = 0
         cum = rx.cum

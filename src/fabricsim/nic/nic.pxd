@@ -1,0 +1,32 @@
+# C types of nic/nic.py for the compiled build (setup.py; the .py is the implementation).
+# Keep in step with nic.py: every attribute a class sets, every method the hot path calls.
+cimport cython
+from fabricsim.nic.pdc cimport Pdc, RxState
+from fabricsim.packetsim.core cimport HostPort, Packet, PacketPool, Sim
+
+cdef class Nic:
+    cdef public object env
+    cdef public long long host
+    cdef public HostPort port
+    cdef public object ctrl, active
+    cdef public dict groups
+    cdef public long long groups_created, ooo_events, max_ooo, nacks, timeouts
+    cdef public long long early_failures, duplicates, trimmed_received, acks_sent
+    cdef public long long nacks_sent, data_received, retransmissions
+    cdef public object _rand
+    cdef public long long hdr, coalesce
+    cdef public dict rcache
+    cdef public bint ack_by_bytes, ack_request, groups_enabled
+    cdef public Sim sim
+    cdef public PacketPool pool
+    cdef public long long ctrl_run, ctrl_per_data
+
+    cpdef activate(self, Pdc pdc)
+    cpdef Packet pull(self)
+    @cython.locals(pdc=Pdc, pkt=Packet)
+    cpdef Packet _next_data(self)
+    # psn, cum and base stay Python ints: they shift the receive bitmap (no 64-bit limit)
+    @cython.locals(pdc=Pdc, rx=RxState, urgent=cython.bint, t=cython.longlong,
+                   held=cython.longlong)
+    cpdef receive(self, Packet pkt)
+    cpdef receive_ctrl(self, Packet pkt)

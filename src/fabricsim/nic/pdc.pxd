@@ -1,0 +1,47 @@
+# C types of nic/pdc.py for the compiled build (setup.py; the .py is the implementation).
+# Keep in step with pdc.py: every attribute a class sets, every method the hot path calls.
+cimport cython
+from fabricsim.packetsim.core cimport Packet, PacketPool, Sim
+
+cdef class RxState:
+    cdef public long long cum, count, bytes, done_ps, unacked, dups
+    cdef public object win, group
+    cdef public bint hole_ar
+
+cdef class Pdc:
+    cdef public long long flow, index, src, dst, src_port, size, npkts, mss
+    cdef public long long wire_full, wire_last, last_payload, next_psn
+    cdef public bytearray st, tmo
+    cdef public object sent_ts
+    cdef public long long una
+    cdef public object ack_w
+    cdef public long long acked_pkts, acked_bytes, inflight
+    cdef public object retx, group, spray, cc, nic, env
+    cdef public bint in_active, closed, failed, wake_pending, paced
+    cdef public RxState rx
+    cdef public list rto_q
+    cdef public long long rto_at, rto_tok
+    cdef public object fd_q
+    cdef public long long fd_at
+    cdef public double rate_cap_bps, next_send_ps, floor_bytes
+    cdef public long long first_entropy
+    cdef public dict labels
+    cdef public long long sent, retransmitted, rkey, rkey_back, acked_ps
+
+    @cython.locals(psn=cython.longlong, size=cython.longlong, retx=cython.bint, st=bytearray)
+    cpdef Packet next_packet(self)
+    @cython.locals(now=cython.longlong, entropy=cython.longlong, pkt=Packet, pool=PacketPool)
+    cpdef Packet _emit(self, long long psn, long long size, bint retx)
+    @cython.locals(level=cython.longlong, deadline=cython.longlong, fd=cython.longlong)
+    cpdef _track(self, long long psn, long long now, long long entropy)
+    @cython.locals(una=cython.longlong, acked=cython.longlong,
+                   psn=cython.longlong, size=cython.longlong, last=cython.longlong,
+                   t=cython.longlong, st=bytearray, now=cython.longlong, ts=cython.longlong,
+                   entropy=cython.longlong, ecn=cython.bint, hdr=cython.longlong)
+    cpdef on_ack(self, Packet pkt)
+    @cython.locals(psn=cython.longlong, ts=cython.longlong, entropy=cython.longlong,
+                   ecn=cython.bint, size=cython.longlong, path_ok=cython.bint)
+    cpdef on_nack(self, Packet pkt)
+    @cython.locals(size=cython.longlong)
+    cpdef long long _lose(self, long long psn)
+    cpdef _arm_rto(self, long long deadline)
