@@ -14,7 +14,15 @@ import importlib.util
 import os
 import sys
 
-COMPILED = ("fabricsim.packetsim.core", "fabricsim.nic.pdc", "fabricsim.nic.nic")
+COMPILED = (
+    "fabricsim.packetsim.core",
+    "fabricsim.cc.base",
+    "fabricsim.cc.nscc",
+    "fabricsim.lb.spraying",
+    "fabricsim.lb.reps",
+    "fabricsim.nic.pdc",
+    "fabricsim.nic.nic",
+)
 """Modules compiled by the build (their ``.pxd`` declares the C types)."""
 
 DIRECTIVES = {"binding": False, "annotation_typing": False, "embedsignature": True}

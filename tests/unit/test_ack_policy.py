@@ -110,21 +110,27 @@ def test_transmit_scheduler_interleaves_data_after_n_control_packets():
 def test_reps_recycles_the_entropy_of_a_last_hop_trim(monkeypatch):
     """A 32 -> 1 incast trims at the receiver's own port (and at the aggregation switches'
     ports into its edge): with the key, last-hop NACKs recycle their entropies like ACKs."""
+    import fabricsim.nic.nic as nic_mod
     from fabricsim.lb.reps import RepsSpraying
 
     calls = {"ack": 0, "nack": 0}
-    on_ack, on_nack = RepsSpraying.on_ack, RepsSpraying.on_nack
 
-    def count_ack(self, entropy, ecn):
-        calls["ack"] += 1
-        on_ack(self, entropy, ecn)
+    class Counting(RepsSpraying):  # the compiled RepsSpraying is a C type: subclass, not patch
+        def on_ack(self, entropy, ecn):
+            calls["ack"] += 1
+            super().on_ack(entropy, ecn)
 
-    def count_nack(self, entropy):
-        calls["nack"] += 1
-        on_nack(self, entropy)
+        def on_nack(self, entropy):
+            calls["nack"] += 1
+            super().on_nack(entropy)
 
-    monkeypatch.setattr(RepsSpraying, "on_ack", count_ack)
-    monkeypatch.setattr(RepsSpraying, "on_nack", count_nack)
+    def counting_spraying(cfg, creator, rand, clock, window, freezing):
+        return Counting(
+            cfg.reps_buffer_size_mask_bits, cfg.entropy_value_set_size, freezing, window, rand,
+            clock,
+        )  # fmt: skip
+
+    monkeypatch.setattr(nic_mod, "make_spraying", counting_spraying)
     base = fabricsim.load_scenario("incast").with_overrides(
         {"workload.size_bytes": 100_000, "nic.packet_spraying_type": "reps", "nic.cc": "nscc"}
     )

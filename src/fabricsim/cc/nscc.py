@@ -246,7 +246,6 @@ def _scaled(k: NsccConfig, bdp: float, target_ps: int) -> dict[str, Any]:
     }
 
 
-@register_cc("nscc", "NSCC: a window driven by ECN marks and queueing delay")
 class Nscc(CongestionControl):
     """NSCC-style window control (window only: ``pacing_bps`` stays None).
 
@@ -486,3 +485,7 @@ class Nscc(CongestionControl):
 
     def _clamp(self) -> None:
         self.cwnd_bytes = min(self.max_cwnd_bytes, max(self.nscc.min_cwnd_bytes, self.cwnd_bytes))
+
+
+# not as a decorator: the compiled build makes Nscc a C type, which takes none
+register_cc("nscc", "NSCC: a window driven by ECN marks and queueing delay")(Nscc)

@@ -19,7 +19,6 @@ from fabricsim.lb.spraying import Clock, SprayContext, SprayingStrategy, registe
 from fabricsim.units import ps_to_s
 
 
-@register_spraying
 class RepsSpraying(SprayingStrategy):
     """Recycled Entropy Packet Spraying (REPS) with freezing and the exploration window.
 
@@ -184,6 +183,9 @@ class RepsSpraying(SprayingStrategy):
         self.freeze_start_ps = self.clock.now
         self.reuse = 0
         self.freezes += 1
+
+
+register_spraying(RepsSpraying)  # not a decorator: compiled, it is a C type
 
 
 def exploration_window_packets(

@@ -10,7 +10,7 @@ A spraying type is one :class:`SprayingStrategy` subclass carrying both of its f
   (:meth:`~SprayingStrategy.on_nack`), and a path failure -- a retransmission timeout or an
   early failure detection (:meth:`~SprayingStrategy.on_path_failure`).  After each
   ``next_entropy`` the attributes ``explored`` (bool) and ``reason`` (``"cache_empty"``,
-  ``"window"`` or None) describe the choice, for the UET monitor.
+  ``"window"`` or None) describe the choice, for the UET monitor (absent: False, None).
 * **fluid form** -- ``fluid``: the :class:`FluidForm` the flow engine splits a connection's
   bytes with (the entropies a connection's packets use, as shares of its bytes), or None for a
   type only the packet engine can run; then ``packet_only`` says why, and that declaration is
@@ -161,8 +161,8 @@ class SprayingStrategy:
     early_failure_detection = False
     fluid: ClassVar[type[FluidForm] | None] = None
     packet_only: ClassVar[str | None] = None
-    explored = False
-    reason: str | None = None
+    # ``explored`` and ``reason`` are instance attributes of the types that set them (REPS);
+    # readers default to False and None (the compiled build declares them in spraying.pxd)
 
     @classmethod
     def for_group(cls, ctx: SprayContext) -> SprayingStrategy:  # pragma: no cover - interface
@@ -240,7 +240,6 @@ def make_spraying(
     return SPRAYING.get(nic.packet_spraying_type).for_group(ctx)
 
 
-@register_spraying
 class NoSpraying(SprayingStrategy):
     """``none``: the source port of the group's creating PDC (read live: a re-route moves it).
 
@@ -267,7 +266,6 @@ class NoSpraying(SprayingStrategy):
         return self.creator.src_port
 
 
-@register_spraying
 class DefaultSpraying(SprayingStrategy):
     """``default``: round robin over ``2^entropy_mask_bits`` ports from ``starting_port_offset``.
 
@@ -301,7 +299,6 @@ class DefaultSpraying(SprayingStrategy):
         return (self.start + (i & self.mask)) & 0xFFFF
 
 
-@register_spraying
 class ObliviousSpraying(SprayingStrategy):
     """``oblivious``: a fresh uniformly random value in 0..65535 for every packet.
 
@@ -348,3 +345,9 @@ class ObliviousSpraying(SprayingStrategy):
             i = 0
         self.i = i + 1
         return self.high | (i ^ self.xor)
+
+
+# not as decorators: the compiled build makes these C types, which take none
+register_spraying(NoSpraying)
+register_spraying(DefaultSpraying)
+register_spraying(ObliviousSpraying)

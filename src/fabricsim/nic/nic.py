@@ -129,6 +129,7 @@ class Nic:
             if group.spray is None:
                 group.spray = self._new_spraying(pdc)
             pdc.group, pdc.spray = group, group.spray
+            pdc.feedback = group.spray.feedback
         return group
 
     def _new_spraying(self, creator: Pdc) -> SprayingStrategy:

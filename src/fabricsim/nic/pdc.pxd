@@ -1,6 +1,8 @@
 # C types of nic/pdc.py for the compiled build (setup.py; the .py is the implementation).
 # Keep in step with pdc.py: every attribute a class sets, every method the hot path calls.
 cimport cython
+from fabricsim.cc.base cimport CongestionControl
+from fabricsim.lb.spraying cimport SprayingStrategy
 from fabricsim.packetsim.core cimport Packet, PacketPool, Sim
 
 cdef class RxState:
@@ -16,8 +18,10 @@ cdef class Pdc:
     cdef public long long una
     cdef public object ack_w
     cdef public long long acked_pkts, acked_bytes, inflight
-    cdef public object retx, group, spray, cc, nic, env
-    cdef public bint in_active, closed, failed, wake_pending, paced
+    cdef public object retx, group, nic, env
+    cdef public CongestionControl cc
+    cdef public SprayingStrategy spray
+    cdef public bint in_active, closed, failed, wake_pending, paced, feedback
     cdef public RxState rx
     cdef public list rto_q
     cdef public long long rto_at, rto_tok
@@ -28,9 +32,11 @@ cdef class Pdc:
     cdef public dict labels
     cdef public long long sent, retransmitted, rkey, rkey_back, acked_ps
 
-    @cython.locals(psn=cython.longlong, size=cython.longlong, retx=cython.bint, st=bytearray)
+    @cython.locals(psn=cython.longlong, size=cython.longlong, retx=cython.bint, st=bytearray,
+                   cc=CongestionControl)
     cpdef Packet next_packet(self)
-    @cython.locals(now=cython.longlong, entropy=cython.longlong, pkt=Packet, pool=PacketPool)
+    @cython.locals(now=cython.longlong, entropy=cython.longlong, pkt=Packet, pool=PacketPool,
+                   spray=SprayingStrategy)
     cpdef Packet _emit(self, long long psn, long long size, bint retx)
     @cython.locals(level=cython.longlong, deadline=cython.longlong, fd=cython.longlong)
     cpdef _track(self, long long psn, long long now, long long entropy)

@@ -86,7 +86,7 @@ class Pdc:
         "acked_pkts", "acked_bytes", "inflight", "retx", "group", "spray", "cc", "nic", "env",
         "in_active", "closed", "failed", "rx", "rto_q", "rto_at", "rto_tok", "fd_q", "fd_at",
         "rate_cap_bps", "next_send_ps", "wake_pending", "first_entropy", "labels", "sent",
-        "retransmitted", "paced", "rkey", "rkey_back", "floor_bytes", "acked_ps",
+        "retransmitted", "paced", "rkey", "rkey_back", "floor_bytes", "acked_ps", "feedback",
     )
 
     # fmt: on
@@ -119,6 +119,7 @@ class Pdc:
         self.retx: deque[int] = deque()
         self.group: PdcGroup | None = None
         self.spray: SprayingStrategy | Any = None
+        self.feedback = False  # the spraying type's ``feedback`` (set with ``spray``)
         self.cc = cc
         self.in_active = self.closed = self.failed = self.wake_pending = False
         self.acked_ps = -1  # when the sender saw every packet acknowledged
@@ -220,7 +221,8 @@ class Pdc:
         self.labels[route.label] = None
         if env.monitor is not None:
             state, cache = pre
-            row = (now, retx, self.flow, psn, entropy, spray.explored, spray.reason, route.label)
+            how = (getattr(spray, "explored", False), getattr(spray, "reason", None))
+            row = (now, retx, self.flow, psn, entropy, *how, route.label)
             env.monitor.append((*row, state, cache))
         if env.spine is not None:
             env.spine.touch(route.tops, self.flow)
@@ -311,7 +313,7 @@ class Pdc:
             self.ack_w = w
         entropy, ecn, ts = pkt.entropy, pkt.ecn, pkt.ts
         env.pool.put(pkt)
-        if self.spray.feedback:
+        if self.feedback:
             self.spray.on_ack(entropy, ecn)
         now = env.sim.now
         self.cc.on_ack(now, acked, now - ts, ecn, self.inflight)
@@ -333,7 +335,7 @@ class Pdc:
             return
         size = self._lose(psn)
         self.nic.nacks += 1
-        if self.spray.feedback:
+        if self.feedback:
             if path_ok:
                 self.spray.on_ack(entropy, ecn)
             else:
@@ -388,7 +390,7 @@ class Pdc:
             self.fail()
             return
         self._lose(psn)
-        if self.spray.feedback:
+        if self.feedback:
             self.spray.on_path_failure(entropy)
         self.cc.on_timeout(self.env.sim.now)
 
