@@ -95,6 +95,8 @@ class RepsSpraying(SprayingStrategy):
         self.window = window_packets
         self.rand = rand
         self.clock = clock
+        self.explored = False  # how the last value was chosen (for the monitor)
+        self.reason: str | None = None
         self.freezing = False
         self.freeze_start_ps = 0
         self.win_pos = 0  # 0 outside the window, else the 1-based index of the next packet
