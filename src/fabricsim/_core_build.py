@@ -22,6 +22,7 @@ COMPILED = (
     "fabricsim.lb.reps",
     "fabricsim.nic.pdc",
     "fabricsim.nic.nic",
+    "fabricsim.packetsim.forwarding",
 )
 """Modules compiled by the build (their ``.pxd`` declares the C types)."""
 

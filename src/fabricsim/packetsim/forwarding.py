@@ -37,7 +37,7 @@ from typing import Any
 from fabricsim.config.models import Scenario
 from fabricsim.lb.switch import MemberChoice, SwitchContext, switch_method
 from fabricsim.packetsim.core import DATA, Packet, Port, Sim
-from fabricsim.routing.hashing import PORT_TABLE, hash_method, switch_hash_int
+from fabricsim.routing.hashing import PORT_TABLE, hash_method, scalar_hash
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import Fabric
 
@@ -72,12 +72,13 @@ class EcmpForwarding(Forwarding):
         self.method = router.method
         self.salts = [int(x) for x in router.salts]
         self.tiers = [int(x) for x in router.fabric.node_tier]
+        self.scalar = scalar_hash(self.method)  # perf: switch_hash_int without the lookup
 
     def key(self, src: int, dst: int, entropy: int) -> int:
         return self.router.base(src, dst) ^ _PORTS[entropy]
 
     def member(self, switch: int, group_size: int, key: int) -> int:
-        h = switch_hash_int(key, self.method, self.salts[switch], self.tiers[switch])
+        h = self.scalar((key ^ self.salts[switch]) & 0xFFFFFFFF, self.tiers[switch])
         return h % group_size
 
 

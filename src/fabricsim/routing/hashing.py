@@ -207,9 +207,14 @@ def switch_hash(crc: np.ndarray, method: str, salt: int, tier: int) -> np.ndarra
 
 def switch_hash_int(crc: int, method: str, salt: int, tier: int) -> int:
     """Scalar :func:`switch_hash` on Python ints."""
+    return scalar_hash(method)((crc ^ salt) & 0xFFFFFFFF, tier)
+
+
+def scalar_hash(method: str) -> Callable[[int, int], int]:
+    """The scalar form of a deterministic hash: ``f(crc ^ salt, tier)`` on Python ints."""
     found = _HASHES[method]
     assert found.scalar is not None, f"no deterministic hash for {method!r}"
-    return found.scalar((crc ^ salt) & 0xFFFFFFFF, tier)
+    return found.scalar
 
 
 def switch_salts(num_nodes: int, seed: int, mode: str) -> np.ndarray:
