@@ -1,11 +1,11 @@
 # C types of nic/nic.py for the compiled build (setup.py; the .py is the implementation).
 # Keep in step with nic.py: every attribute a class sets, every method the hot path calls.
 cimport cython
-from fabricsim.nic.pdc cimport Pdc, RxState
-from fabricsim.packetsim.core cimport HostPort, Packet, PacketPool, Sim
+from fabricsim.nic.pdc cimport NicEnv, Pdc, RxState
+from fabricsim.packetsim.core cimport HostPort, Packet, PacketPool, Route, Sim
 
 cdef class Nic:
-    cdef public object env
+    cdef public NicEnv env
     cdef public long long host
     cdef public HostPort port
     cdef public object ctrl, active
@@ -27,6 +27,7 @@ cdef class Nic:
     cpdef Packet _next_data(self)
     # psn, cum and base stay Python ints: they shift the receive bitmap (no 64-bit limit)
     @cython.locals(pdc=Pdc, rx=RxState, urgent=cython.bint, t=cython.longlong,
-                   held=cython.longlong)
+                   held=cython.longlong, route=Route)
     cpdef receive(self, Packet pkt)
+    @cython.locals(pdc=Pdc)
     cpdef receive_ctrl(self, Packet pkt)

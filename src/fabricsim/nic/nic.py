@@ -27,17 +27,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from fabricsim.config.models import NicConfig
 from fabricsim.engine_api import ACK, NACK
-from fabricsim.lb.spraying import SprayingStrategy, make_spraying, spraying_type
-from fabricsim.nic.pdc import Pdc
+from fabricsim.lb.spraying import SprayingStrategy, make_spraying
+from fabricsim.nic.pdc import NicEnv, Pdc
 
 if TYPE_CHECKING:  # the packet engine imports the NIC; the NIC sees its parts as types only
-    from fabricsim.packetsim.core import HostPort, Packet, PacketPool, Sim
-    from fabricsim.packetsim.forwarding import RouteTable
+    from fabricsim.packetsim.core import HostPort, Packet
 
 _MASK64 = (1 << 64) - 1
 
@@ -51,44 +48,6 @@ class PdcGroup:
         self.peer, self.serial = peer, serial
         self.count = 0
         self.spray: SprayingStrategy | None = None
-
-
-@dataclass(eq=False)
-class NicEnv:
-    """What every NIC and PDC of one simulation shares (no global state)."""
-
-    sim: Sim
-    routes: RouteTable
-    pool: PacketPool
-    cfg: NicConfig
-    rto_ps: int
-    window_packets: Callable[[int], int]  # host -> REPS exploration window, packets
-    freezing_ps: int
-    on_rx_done: Callable[[Pdc], None]
-    on_tx_failed: Callable[[Pdc], None]
-    rand_of: Callable[[int], Callable[[], float]]  # host -> uniform draws
-    monitor: list[tuple] | None = None
-    spine: Any = None  # spine-flow recorder with touch(tops, flow), or None
-    mss: int = field(init=False)
-    hdr: int = field(init=False)
-    max_retries: int = field(init=False)
-    fd_mult: float = field(init=False)
-    coalesce: int = field(init=False)
-    ack_by_bytes: bool = field(init=False)
-    ack_request: bool = field(init=False)
-    rto_backoff: bool = field(init=False)
-
-    def __post_init__(self) -> None:
-        c = self.cfg
-        self.mss, self.hdr, self.max_retries = c.rdma_data_mss, c.header_bytes, c.max_retries
-        self.rto_backoff = c.rto_backoff
-        self.ack_by_bytes = c.ack_bytes is not None
-        self.coalesce = c.ack_bytes if c.ack_bytes is not None else c.ack_coalesce
-        # perf: without coalescing every packet is answered anyway: no flag to set or read
-        self.ack_request = c.ack_request and (self.ack_by_bytes or self.coalesce > 1)
-        detects = spraying_type(c.packet_spraying_type).early_failure_detection
-        self.fd_mult = c.failure_detection_rtt_multiplier if detects else 0.0
-        self.ctrl_per_data = c.control_per_data or 1 << 62  # null: control strictly first
 
 
 class Nic:
@@ -259,10 +218,11 @@ class Nic:
 
     def receive_ctrl(self, pkt: Packet) -> None:
         """An ACK or NACK for one of this NIC's PDCs."""
+        pdc = pkt.pdc
         if pkt.kind == ACK:
-            pkt.pdc.on_ack(pkt)
+            pdc.on_ack(pkt)
         else:
-            pkt.pdc.on_nack(pkt)
+            pdc.on_nack(pkt)
 
     def _rx_complete(self, pdc: Pdc) -> None:
         rx = pdc.rx

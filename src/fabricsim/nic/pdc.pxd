@@ -3,7 +3,17 @@
 cimport cython
 from fabricsim.cc.base cimport CongestionControl
 from fabricsim.lb.spraying cimport SprayingStrategy
-from fabricsim.packetsim.core cimport Packet, PacketPool, Sim
+from fabricsim.packetsim.core cimport Packet, PacketPool, Route, Sim
+
+cdef class NicEnv:
+    cdef public Sim sim
+    cdef public object routes, cfg, window_packets, on_rx_done, on_tx_failed, rand_of
+    cdef public object monitor, spine
+    cdef public dict rcache
+    cdef public PacketPool pool
+    cdef public long long rto_ps, freezing_ps, mss, hdr, max_retries, coalesce, ctrl_per_data
+    cdef public double fd_mult
+    cdef public bint ack_by_bytes, ack_request, rto_backoff, recycle_last_hop
 
 cdef class RxState:
     cdef public long long cum, count, bytes, done_ps, unacked, dups
@@ -18,7 +28,8 @@ cdef class Pdc:
     cdef public long long una
     cdef public object ack_w
     cdef public long long acked_pkts, acked_bytes, inflight
-    cdef public object retx, group, nic, env
+    cdef public object retx, group, nic
+    cdef public NicEnv env
     cdef public CongestionControl cc
     cdef public SprayingStrategy spray
     cdef public bint in_active, closed, failed, wake_pending, paced, feedback
@@ -35,15 +46,16 @@ cdef class Pdc:
     @cython.locals(psn=cython.longlong, size=cython.longlong, retx=cython.bint, st=bytearray,
                    cc=CongestionControl)
     cpdef Packet next_packet(self)
-    @cython.locals(now=cython.longlong, entropy=cython.longlong, pkt=Packet, pool=PacketPool,
-                   spray=SprayingStrategy)
+    @cython.locals(now=cython.longlong, entropy=cython.longlong, pkt=Packet, env=NicEnv,
+                   spray=SprayingStrategy, route=Route)
     cpdef Packet _emit(self, long long psn, long long size, bint retx)
-    @cython.locals(level=cython.longlong, deadline=cython.longlong, fd=cython.longlong)
+    # level stays a Python int: rto << level may pass 64 bits (capped at NEVER_PS)
+    @cython.locals(deadline=cython.longlong, fd=cython.longlong, env=NicEnv)
     cpdef _track(self, long long psn, long long now, long long entropy)
     @cython.locals(una=cython.longlong, acked=cython.longlong,
                    psn=cython.longlong, size=cython.longlong, last=cython.longlong,
                    t=cython.longlong, st=bytearray, now=cython.longlong, ts=cython.longlong,
-                   entropy=cython.longlong, ecn=cython.bint, hdr=cython.longlong)
+                   entropy=cython.longlong, ecn=cython.bint, env=NicEnv)
     cpdef on_ack(self, Packet pkt)
     @cython.locals(psn=cython.longlong, ts=cython.longlong, entropy=cython.longlong,
                    ecn=cython.bint, size=cython.longlong, path_ok=cython.bint)

@@ -41,16 +41,20 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from fabricsim.config.models import NicConfig
 from fabricsim.engine_api import DATA
+from fabricsim.lb.spraying import spraying_type
 from fabricsim.units import transmit_ps, transmitted_bytes
 
 if TYPE_CHECKING:
     from fabricsim.cc.base import CongestionControl
     from fabricsim.lb.spraying import SprayingStrategy
-    from fabricsim.nic.nic import Nic, NicEnv, PdcGroup
-    from fabricsim.packetsim.core import Packet
+    from fabricsim.nic.nic import Nic, PdcGroup
+    from fabricsim.packetsim.core import Packet, PacketPool, Sim
+    from fabricsim.packetsim.forwarding import RouteTable
 
 UNSENT, OUT, LOST, ACKED = 0, 1, 2, 3
 PACE_SLACK_PACKETS = 2
@@ -60,7 +64,58 @@ PACED_WINDOW_BASE_RTTS = 2.0
 """A paced PDC may keep its paced rate's bytes of this many base RTTs in flight whatever its
 congestion controller's window: the controller slows it below its rate only once queueing
 delay passes ``(PACED_WINDOW_BASE_RTTS - 1)`` base RTTs (0 = off: the window always rules)."""
+NEVER_PS = 1 << 62
+"""A timer this far out never fires (beyond any run's limit): backed-off RTOs are capped here."""
 _GOLDEN = 0.6180339887498949  # phases of successive connections: frac(i x golden ratio)
+
+
+class NicEnv:
+    """What every NIC and PDC of one simulation shares (no global state): the simulation,
+    routes, packet pool and NIC keys, the engine's callbacks, and settings derived once from
+    the keys (``mss``, ``hdr``, ACK coalescing, REPS's failure-detection multiplier, ...)."""
+
+    # fmt: off
+
+    __slots__ = (
+        "sim", "routes", "rcache", "pool", "cfg", "rto_ps", "window_packets", "freezing_ps",
+        "on_rx_done", "on_tx_failed", "rand_of", "monitor", "spine", "mss", "hdr",
+        "max_retries", "fd_mult", "coalesce", "ack_by_bytes", "ack_request", "rto_backoff",
+        "ctrl_per_data", "recycle_last_hop",
+    )
+
+    # fmt: on
+
+    def __init__(
+        self,
+        sim: Sim,
+        routes: RouteTable,
+        pool: PacketPool,
+        cfg: NicConfig,
+        rto_ps: int,
+        window_packets: Callable[[int], int],  # host -> REPS exploration window, packets
+        freezing_ps: int,
+        on_rx_done: Callable[[Pdc], None],
+        on_tx_failed: Callable[[Pdc], None],
+        rand_of: Callable[[int], Callable[[], float]],  # host -> uniform draws
+        monitor: list[tuple] | None = None,
+        spine: Any = None,  # spine-flow recorder with touch(tops, flow), or None
+    ) -> None:
+        self.sim, self.routes, self.pool, self.cfg = sim, routes, pool, cfg
+        self.rcache = routes.cache  # perf: the route cache itself (cleared in place only)
+        self.rto_ps, self.window_packets, self.freezing_ps = rto_ps, window_packets, freezing_ps
+        self.on_rx_done, self.on_tx_failed, self.rand_of = on_rx_done, on_tx_failed, rand_of
+        self.monitor, self.spine = monitor, spine
+        c = cfg
+        self.mss, self.hdr, self.max_retries = c.rdma_data_mss, c.header_bytes, c.max_retries
+        self.rto_backoff = c.rto_backoff
+        self.ack_by_bytes = c.ack_bytes is not None
+        self.coalesce = c.ack_bytes if c.ack_bytes is not None else c.ack_coalesce
+        # perf: without coalescing every packet is answered anyway: no flag to set or read
+        self.ack_request = c.ack_request and (self.ack_by_bytes or self.coalesce > 1)
+        detects = spraying_type(c.packet_spraying_type).early_failure_detection
+        self.fd_mult = c.failure_detection_rtt_multiplier if detects else 0.0
+        self.ctrl_per_data = c.control_per_data or 1 << 62  # null: control strictly first
+        self.recycle_last_hop = c.reps_recycle_last_hop_nack
 
 
 class RxState:
@@ -197,7 +252,7 @@ class Pdc:
         if env.monitor is not None:
             pre = (getattr(spray, "state", None), getattr(spray, "count", None))
         entropy = spray.next_entropy()
-        route = env.routes.cache.get(self.rkey | entropy)
+        route = env.rcache.get(self.rkey | entropy)
         if route is None:
             route = env.routes.get(self.src, self.dst, entropy)
         pkt = env.pool.get()
@@ -232,7 +287,7 @@ class Pdc:
         """Queue the transmission's RTO and early-failure deadlines; arm the timers."""
         env = self.env
         level = self.tmo[psn] if env.rto_backoff else 0
-        deadline = now + (env.rto_ps << level)
+        deadline = now + min(env.rto_ps << level, NEVER_PS)
         if level:
             while level >= len(self.rto_q):
                 self.rto_q.append(deque())
@@ -329,7 +384,7 @@ class Pdc:
         """NACK of a trimmed packet: if it is the latest transmission, retransmit the PSN."""
         psn, ts, entropy, ecn = pkt.psn, pkt.ts, pkt.entropy, pkt.ecn
         # the path delivered it to the receiver's own port: its entropy was fine
-        path_ok = pkt.last_hop and self.env.cfg.reps_recycle_last_hop_nack
+        path_ok = pkt.last_hop and self.env.recycle_last_hop
         self.env.pool.put(pkt)
         if self.closed or self.st[psn] != OUT or self.sent_ts[psn] != ts:
             return

@@ -11,6 +11,11 @@ cdef class Packet:
     cdef public int hop
     cdef public bint ecn, ar, last_hop
 
+cdef class Route:
+    cdef public tuple links, hops, ctrl_hops, tops
+    cdef public str label
+    cdef public bint ok
+
 cdef class PacketPool:
     cdef public list free
     cpdef Packet get(self)
@@ -59,5 +64,6 @@ cdef class Port:
 
 cdef class HostPort(Port):
     cdef public object pull, ctrlq, activeq
+    cpdef kick(self)
     @cython.locals(pkt=Packet, at=cython.longlong, bucket=list)
     cpdef complete(self, object _)

@@ -37,7 +37,7 @@ from fabricsim.units import PS_PER_S
 # fmt: off
 __all__ = [
     "ACK", "DATA", "HDR", "NACK",  # the packet kinds (defined in fabricsim.engine_api)
-    "DropSink", "HostPort", "Packet", "PacketPool", "Port", "RandomPool", "Sim",
+    "DropSink", "HostPort", "Packet", "PacketPool", "Port", "RandomPool", "Route", "Sim",
 ]
 # fmt: on
 
@@ -67,6 +67,32 @@ class Packet:
         self.cack = 0  # ACK: every PSN below is received
         self.sbase = 0  # ACK: first PSN of the SACK bitmap (>= cack, covers the PSN answered)
         self.sack = 0  # ACK: bit j = PSN sbase + j received (64 bits)
+
+
+class Route:
+    """One path: link ids, the callables a packet visits, and its label.
+
+    ``hops`` ends with the destination NIC's data entry, ``ctrl_hops`` (same path) with its
+    ACK/NACK entry, so the NIC needs no dispatch on the packet kind.  Under a live member
+    choice ``hops`` may stop at a decider (then ``label`` is empty and ``links`` the hashed
+    path that ``ctrl_hops`` follows).  ``ok`` is False for a route that dead-ends (its last
+    hop drops the packet); ``tops`` are the indices of the top-tier switches on it (spine
+    timeline).  Built by the route table (:mod:`fabricsim.packetsim.forwarding`).
+    """
+
+    __slots__ = ("links", "hops", "ctrl_hops", "label", "ok", "tops")
+
+    def __init__(
+        self,
+        links: tuple[int, ...],
+        hops: tuple[Callable, ...],
+        ctrl_hops: tuple[Callable, ...],
+        label: str,
+        ok: bool,
+        tops: tuple[int, ...] = (),
+    ) -> None:
+        self.links, self.hops, self.ctrl_hops = links, hops, ctrl_hops
+        self.label, self.ok, self.tops = label, ok, tops
 
 
 class PacketPool:

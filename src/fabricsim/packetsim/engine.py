@@ -39,8 +39,8 @@ from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
 from fabricsim.lb.reps import exploration_window_packets
-from fabricsim.nic.nic import Nic, NicEnv
-from fabricsim.nic.pdc import Pdc
+from fabricsim.nic.nic import Nic
+from fabricsim.nic.pdc import NicEnv, Pdc
 from fabricsim.packetsim import records as rec
 from fabricsim.packetsim.core import (
     ACK,

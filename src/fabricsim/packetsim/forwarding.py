@@ -31,12 +31,11 @@ Every random draw comes from seeded streams (``switch/hash``, ``switch/lb``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from fabricsim.config.models import Scenario
 from fabricsim.lb.switch import MemberChoice, SwitchContext, switch_method
-from fabricsim.packetsim.core import DATA, Packet, Port, Sim
+from fabricsim.packetsim.core import DATA, Packet, Port, Route, Sim
 from fabricsim.routing.hashing import PORT_TABLE, hash_method, scalar_hash
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import Fabric
@@ -123,24 +122,6 @@ def make_member_choices(
 
 
 # -- routes -------------------------------------------------------------------------------------
-
-
-@dataclass(eq=False, slots=True)
-class Route:
-    """One path: link ids, the callables a packet visits, and its label.
-
-    ``hops`` ends with the destination NIC's data entry, ``ctrl_hops`` (same path) with its
-    ACK/NACK entry, so the NIC needs no dispatch on the packet kind.  Under a live member
-    choice ``hops`` may stop at a :class:`Decider` (then ``label`` is empty and ``links`` the
-    hashed path that ``ctrl_hops`` follows).
-    """
-
-    links: tuple[int, ...]
-    hops: tuple[Callable, ...]
-    ctrl_hops: tuple[Callable, ...]
-    label: str
-    ok: bool  # False: dead-ends (the last hop drops the packet)
-    tops: tuple[int, ...] = ()  # indices of top-tier switches on it (spine timeline)
 
 
 class Decider:
