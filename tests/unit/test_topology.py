@@ -110,3 +110,47 @@ def test_path_labels_without_parallel_links_are_switch_names():
         label = fab.path_label(path)
         assert label == ">".join(fab.node_names[n] for n in fab.path_nodes(path)[1:-1])
         assert "#" not in label
+
+
+def _scipy_distances(f):
+    """The reference: scipy's unweighted shortest paths over the same reversed links."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    n, h = f.num_nodes, f.num_hosts
+    ok = np.array([f.usable(link) for link in range(f.num_links)], dtype=bool)
+    ok &= (f.link_src >= h) & (f.link_dst >= h)
+    graph = csr_matrix((np.ones(int(ok.sum())), (f.link_dst[ok], f.link_src[ok])), shape=(n, n))
+    dist = shortest_path(graph, method="D", unweighted=True, indices=f.leaves)
+    dist[~np.isfinite(dist)] = -1
+    return dist.astype(np.int32)
+
+
+@pytest.mark.parametrize(
+    "name, over",
+    [
+        ("permutation", {"topology.k": 4}),
+        ("permutation", {"topology.k": 8}),
+        # a withdrawn uplink set cuts leaf edge0_0 off from agg0_0's side: -1 where unreachable
+        (
+            "permutation",
+            {
+                "topology.k": 4,
+                "topology.failed_link_mode": "withdraw",
+                "topology.failed_links": ["edge0_0->agg0_0", "edge0_0->agg0_1", "agg1_0->core0"],
+            },
+        ),
+        ("incast", {}),
+    ],
+)
+def test_leaf_distances_equal_a_graph_librarys_shortest_paths(name, over):
+    from fabricsim.runner import fabric_of
+
+    f = fabric_of(fabricsim.load_scenario(name).with_overrides(over))
+    mine = f._distances()
+    assert mine.dtype == np.int32
+    assert np.array_equal(mine, _scipy_distances(f))
+    if "topology.failed_links" in over:  # edge0_0 has no way up: no other leaf is reachable
+        e00 = f.node_names.index("edge0_0")
+        others = [f._leaf_row[x] for x in f.leaves if x != e00]
+        assert (mine[others, e00] == -1).all() and mine[f._leaf_row[e00], e00] == 0

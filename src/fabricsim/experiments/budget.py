@@ -18,7 +18,7 @@ term                      count                                                 
 ========================  =====================================================  =============
 baseline                  interpreter, numpy, pandas, pyarrow, fabricsim         0.2 GB
 fabric paths              ECMP path table: leaves x nodes hop distances          13
-                          (float64 from scipy's shortest_path, then int32)
+                          (int32, and the breadth-first search's frontier)
 fabric                    links; nodes                                           300; 200
 packet ports and NICs     links; hosts (packet engine only)                      2,200; 2,000
 flows                     connections (flow engine, max-min); flows (open loop)  2,000; 1,000
@@ -101,7 +101,7 @@ from fabricsim.units import S_PER_PS, us_to_s
 GB = 1e9
 
 BASELINE_BYTES = 0.2 * GB
-PATH_TABLE_BYTES = 13  # per (leaf, node) hop distance
+PATH_TABLE_BYTES = 13  # per (leaf, node) hop distance: 4, and the search frontier (bound)
 LINK_BYTES = 300
 NODE_BYTES = 200
 PACKET_PORT_BYTES = 2_200  # packet engine: Port, route-table entries, per link

@@ -19,8 +19,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
 from fabricsim.units import ps_to_s, transmit_ps
 
@@ -139,17 +137,28 @@ class Fabric:
 
     # -- routing ---------------------------------------------------------------------------
     def _distances(self) -> np.ndarray:
-        """Hops from every switch to every leaf over usable switch-to-switch links (-1: none)."""
+        """Hops from every switch to every leaf over usable switch-to-switch links (-1: none).
+
+        A breadth-first search from the leaves over the reversed links, one level per step on
+        arrays of (leaf row, node) pairs, a block of leaves at a time so that a level's pairs
+        stay within ``BFS_PAIRS`` (perf: no graph library to import, which cost a third of a
+        second of every run's start).
+        """
         n, h = self.num_nodes, self.num_hosts
         ok = np.array([self.usable(link) for link in range(self.num_links)], dtype=bool)
         ok &= (self.link_src >= h) & (self.link_dst >= h)
-        # reversed graph: an edge dst -> src, so distances run from each leaf backwards
-        graph = csr_matrix(
-            (np.ones(int(ok.sum())), (self.link_dst[ok], self.link_src[ok])), shape=(n, n)
-        )
-        dist = shortest_path(graph, method="D", unweighted=True, indices=self.leaves)
-        dist[~np.isfinite(dist)] = -1
-        return dist.astype(np.int32)
+        # reversed links: into each node, from the nodes linked to it
+        order = np.argsort(self.link_dst[ok], kind="stable")
+        into, frm = self.link_dst[ok][order], self.link_src[ok][order]
+        first = np.searchsorted(into, np.arange(n))
+        count = np.searchsorted(into, np.arange(n), side="right") - first
+        leaves = np.asarray(self.leaves, dtype=np.int64)
+        dist = np.full((len(leaves), n), -1, dtype=np.int32)
+        block = max(1, BFS_PAIRS // max(1, int(ok.sum())))  # a leaf visits each link once
+        for lo in range(0, len(leaves), block):
+            rows = np.arange(lo, min(lo + block, len(leaves)), dtype=np.int64)
+            _bfs_levels(dist, rows, leaves[rows], first, count, frm)
+        return dist
 
     def ecmp_group(self, switch: int, dst_host: int) -> np.ndarray:
         """Out-link ids of ``switch`` toward ``dst_host`` (the ECMP group; may be empty)."""
@@ -287,3 +296,35 @@ class Fabric:
         back = self.paths(dst, src)[0] if self.paths(dst, src) else path
         there = self.unloaded_delay_ps(path, mss_bytes + header_bytes)
         return there + self.unloaded_delay_ps(back, ack_bytes)
+
+
+BFS_PAIRS = 1 << 19
+"""Most (leaf, link) pairs one block of the leaf-distance search holds (about 30 MB)."""
+
+
+def _bfs_levels(
+    dist: np.ndarray,
+    rows: np.ndarray,
+    nodes: np.ndarray,
+    first: np.ndarray,
+    count: np.ndarray,
+    frm: np.ndarray,
+) -> None:
+    """Fill ``dist[rows]`` level by level from ``nodes`` (distance 0) over the links into each
+    node (``frm[first[v] : first[v] + count[v]]``); unreached entries stay -1."""
+    dist[rows, nodes] = 0
+    level = 0
+    while nodes.size:
+        level += 1
+        k = count[nodes]
+        at = np.repeat(first[nodes] - np.cumsum(k) + k, k) + np.arange(int(k.sum()))
+        rows, nodes = np.repeat(rows, k), frm[at]
+        fresh = dist[rows, nodes] == -1
+        rows, nodes = rows[fresh], nodes[fresh]
+        # a node reached over several links joins the next level once: each pair writes its
+        # own tag, the pair whose tag stayed is the one kept
+        tag = -2 - np.arange(rows.size, dtype=np.int32)
+        dist[rows, nodes] = tag
+        kept = dist[rows, nodes] == tag
+        rows, nodes = rows[kept], nodes[kept]
+        dist[rows, nodes] = level
