@@ -29,8 +29,9 @@ cdef class Sim:
     cdef public bint stopped
     @cython.locals(bucket=list)
     cpdef at(self, long long t_ps, object fn, object arg=*)
-    @cython.locals(times=list, buckets=dict, bucket=list, t=cython.longlong,
-                   n=cython.longlong, i=cython.Py_ssize_t)
+    # t, limit and every ``at`` below stay Python ints: one object is the bucket's dict key
+    # and its heap entry (no boxing per use)
+    @cython.locals(times=list, buckets=dict, bucket=list, n=cython.longlong, i=cython.Py_ssize_t)
     cpdef long long run(self, long long limit_ps)
 
 cdef class Port:
@@ -53,17 +54,16 @@ cdef class Port:
     cdef public double tail_victim
     cpdef long long ser_ps(self, long long size)
     @cython.locals(now=cython.longlong, size=cython.longlong, t=cython.longlong,
-                   h=cython.longlong, at=cython.longlong, q=cython.longlong, bucket=list)
+                   h=cython.longlong, q=cython.longlong, bucket=list)
     cpdef receive(self, Packet pkt)
-    @cython.locals(size=cython.longlong, t=cython.longlong, h=cython.longlong,
-                   at=cython.longlong, bucket=list)
+    @cython.locals(size=cython.longlong, t=cython.longlong, h=cython.longlong, bucket=list)
     cpdef send(self, Packet pkt, long long now)
     @cython.locals(pkt=Packet, size=cython.longlong, t=cython.longlong, h=cython.longlong,
-                   at=cython.longlong, q=cython.longlong, bucket=list)
+                   q=cython.longlong, bucket=list)
     cpdef complete(self, object _)
 
 cdef class HostPort(Port):
     cdef public object pull, ctrlq, activeq
     cpdef kick(self)
-    @cython.locals(pkt=Packet, at=cython.longlong, bucket=list)
+    @cython.locals(pkt=Packet, bucket=list)
     cpdef complete(self, object _)

@@ -161,10 +161,11 @@ class Sim:
         """Call ``fn(arg)`` at time ``t_ps`` (never earlier than now)."""
         if t_ps < self.now:
             t_ps = self.now
-        bucket = self.buckets.get(t_ps)
+        key = t_ps  # perf (compiled): one Python int for the lookup, the bucket and the heap
+        bucket = self.buckets.get(key)
         if bucket is None:
-            self.buckets[t_ps] = [fn, arg]
-            heappush(self.times, t_ps)
+            self.buckets[key] = [fn, arg]
+            heappush(self.times, key)
         else:
             bucket.append(fn)
             bucket.append(arg)
@@ -180,10 +181,11 @@ class Sim:
         Returns the number of events processed; ``stopped`` tells whether the limit cut the run.
         """
         times, buckets = self.times, self.buckets
+        limit = limit_ps  # perf (compiled): times stay Python ints, compared as such
         n = 0
         while times:
             t = times[0]
-            if t > limit_ps:
+            if t > limit:
                 self.stopped = True
                 break
             self.now = t
@@ -421,10 +423,11 @@ class Port:
             bucket.append(pkt)
         if q or self.hq:
             # perf: Sim.at inlined
-            bucket = self.buckets.get(t)
+            key = t  # one Python int (compiled: t is a C integer)
+            bucket = self.buckets.get(key)
             if bucket is None:
-                self.buckets[t] = [self._complete, None]
-                heappush(self.times, t)
+                self.buckets[key] = [self._complete, None]
+                heappush(self.times, key)
             else:
                 bucket.append(self._complete)
                 bucket.append(None)
