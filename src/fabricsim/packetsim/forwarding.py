@@ -223,6 +223,7 @@ class RouteTable:
         self.paths: dict[tuple[tuple[int, ...], bool], Route] = {}
         self.roots: dict[tuple[int, int], tuple[tuple[Callable, ...], Route | None]] = {}
         self.built = 0
+        self.static = forwarding.static
 
     def get(self, src: int, dst: int, entropy: int) -> Route:
         """The route of a packet from ``src`` to ``dst`` on ``entropy`` (cached if static)."""
@@ -232,7 +233,7 @@ class RouteTable:
             route = self._build(src, dst, entropy)
             if self.choices is not None:
                 route = self._with_choices(route, src, dst)
-            if self.forwarding.static:
+            if self.static:
                 self.cache[key] = route
         return route
 
@@ -243,26 +244,32 @@ class RouteTable:
             key = self.fabric.group_key(switch, dst)  # perf: shared by the hosts of a leaf
             g = self.shared.get(key)
             if g is None:
-                g = self.shared[key] = tuple(int(x) for x in self.fabric.ecmp_group(switch, dst))
+                g = self.shared[key] = tuple([int(x) for x in self.fabric.ecmp_group(switch, dst)])
             self.groups[(switch, dst)] = g
         return g
 
     def _build(self, src: int, dst: int, entropy: int) -> Route:
         self.built += 1
-        fwd, link_dst = self.forwarding, self.link_dst
+        fwd, link_dst, groups = self.forwarding, self.link_dst, self.groups
         hkey = fwd.key(src, dst, entropy)
         link = self.uplink[src]
         links = [link]
         node = link_dst[link]
         ok = True
         while node != dst:
-            g = self.groups.get((node, dst)) or self.group(node, dst)
-            if not g:
+            g = groups.get((node, dst))
+            if g is None:
+                g = self.group(node, dst)
+            n = len(g)
+            if n == 0:
                 ok = False
                 break
-            link = g[fwd.member(node, len(g), hkey)] if len(g) > 1 else g[0]
-            if self.choices is not None and len(g) > 1 and self.port_objs[link].failed:
-                link = self.rehash_live(node, g, hkey, link)
+            if n == 1:
+                link = g[0]
+            else:
+                link = g[fwd.member(node, n, hkey)]
+                if self.choices is not None and self.port_objs[link].failed:
+                    link = self.rehash_live(node, g, hkey, link)
             links.append(link)
             node = link_dst[link]
             if len(links) > 64:
