@@ -95,6 +95,11 @@ def versus_htsim(htsim: str, k: int, size_bytes: int, repeats: int) -> None:
         "-load_balancing_algo",
         "reps",
     ]
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print(
+            "note: PYTHONDONTWRITEBYTECODE is set: every fabricsim run compiles its modules to "
+            "bytecode again (about 0.5 s here); unset it to time a normal install"
+        )
     print(f"{'run':<12}{'wall_s':>8}{'rss_mb':>8}{'data_pkts':>11}{'pkts/s':>10}")
     rows: dict[str, list[tuple[float, float, int]]] = {"htsim": [], "fabricsim": []}
     for _ in range(repeats):
