@@ -50,10 +50,12 @@ def calibrate(n: int = 300_000) -> float:
     return n / (time.perf_counter() - t0) / 1e6
 
 
-def timed(cmd: list[str]) -> tuple[float, float, str]:
-    """Run ``cmd``; its wall seconds, peak RSS in MB and standard output."""
+def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
+    """Run ``cmd`` (in ``cwd``); its wall seconds, peak RSS in MB and standard output."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=cwd
+    )
     out = proc.stdout.read() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
@@ -103,7 +105,7 @@ def versus_htsim(htsim: str, k: int, size_bytes: int, repeats: int) -> None:
     print(f"{'run':<12}{'wall_s':>8}{'rss_mb':>8}{'data_pkts':>11}{'pkts/s':>10}")
     rows: dict[str, list[tuple[float, float, int]]] = {"htsim": [], "fabricsim": []}
     for _ in range(repeats):
-        w, rss, out = timed(theirs)
+        w, rss, out = timed(theirs, cwd=work)  # htsim writes idmap.txt where it runs
         m = re.search(r"New: (\d+) Rtx: (\d+)", out)
         pkts = int(m.group(1)) + int(m.group(2)) if m else 0
         rows["htsim"].append((w, rss, pkts))
