@@ -22,22 +22,23 @@ cdef class PacketPool:
     cpdef put(self, Packet pkt)
 
 cdef class Sim:
-    cdef public long long now
-    cdef public list times
-    cdef public dict buckets
-    cdef public long long events
+    cdef public long long now, events, seq, size, nfree
     cdef public bint stopped
-    @cython.locals(bucket=list)
+    # the integer tables: array('q') objects, read as C arrays
+    cdef public long long[:] tk, sq, heap, free
+    cdef public list fns, args
+    @cython.locals(slot=cython.longlong, seq=cython.longlong, i=cython.Py_ssize_t,
+                   up=cython.Py_ssize_t, other=cython.longlong)
     cpdef at(self, long long t_ps, object fn, object arg=*)
-    # t, limit and every ``at`` below stay Python ints: one object is the bucket's dict key
-    # and its heap entry (no boxing per use)
-    @cython.locals(times=list, buckets=dict, bucket=list, n=cython.longlong, i=cython.Py_ssize_t)
+    @cython.locals(n=cython.longlong, slot=cython.longlong, t=cython.longlong)
     cpdef long long run(self, long long limit_ps)
+    @cython.locals(size=cython.Py_ssize_t, last=cython.longlong, t=cython.longlong,
+                   seq=cython.longlong, i=cython.Py_ssize_t, child=cython.Py_ssize_t,
+                   a=cython.longlong, b=cython.longlong)
+    cdef _pop_root(self)
 
 cdef class Port:
     cdef public Sim sim
-    cdef public list times
-    cdef public dict buckets
     cdef public long long link
     cdef public double rate_bps
     cdef public long long delay_ps, ppb
@@ -54,16 +55,16 @@ cdef class Port:
     cdef public double tail_victim
     cpdef long long ser_ps(self, long long size)
     @cython.locals(now=cython.longlong, size=cython.longlong, t=cython.longlong,
-                   h=cython.longlong, q=cython.longlong, bucket=list)
+                   h=cython.longlong, q=cython.longlong)
     cpdef receive(self, Packet pkt)
-    @cython.locals(size=cython.longlong, t=cython.longlong, h=cython.longlong, bucket=list)
+    @cython.locals(size=cython.longlong, t=cython.longlong, h=cython.longlong)
     cpdef send(self, Packet pkt, long long now)
     @cython.locals(pkt=Packet, size=cython.longlong, t=cython.longlong, h=cython.longlong,
-                   q=cython.longlong, bucket=list)
+                   q=cython.longlong)
     cpdef complete(self, object _)
 
 cdef class HostPort(Port):
     cdef public object pull, ctrlq, activeq
     cpdef kick(self)
-    @cython.locals(pkt=Packet, bucket=list)
+    @cython.locals(pkt=Packet)
     cpdef complete(self, object _)

@@ -3,11 +3,9 @@
 Kept in one small module so it can later be compiled (Cython / mypyc).  Conventions:
 
 * time is an integer number of picoseconds, sizes are bytes, rates bits per second;
-* events are ``callback(arg)`` at an integer time; a heap of distinct times and one FIFO list
-  of events per time (a calendar) gives exactly the order of a heap of ``(time, seq)``: ties
-  break by insertion order.  With uniform link rates and packet sizes many events share a
-  time (about five per distinct time in the fat-tree benchmark), so this does a fraction of
-  the heap operations, on plain ints;
+* events are ``callback(arg)`` at an integer time, in a binary heap ordered by (time,
+  insertion number): ties break by insertion order.  The heap orders small integer slots whose
+  times live in ``array('q')`` tables, so the compiled build sifts on C integers;
 * every element that receives a packet offers ``receive(pkt)``; a packet carries its route as
   the tuple of ``receive`` callables of the elements it visits (``hops``) and the index of the
   element holding it (``hop``), so forwarding is one tuple index per hop;
@@ -24,9 +22,9 @@ Examples
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from collections.abc import Callable
-from heapq import heappop, heappush
 from typing import Any
 
 import numpy as np
@@ -142,63 +140,132 @@ class RandomPool:
 class Sim:
     """Clock and event calendar shared by every element of one simulation (no global state).
 
-    ``times`` is a heap of the distinct pending times; ``buckets[t]`` the flat list
-    ``[callback, arg, callback, arg, ...]`` due at ``t`` in insertion order (no tuple per
-    event).  Scheduling at the current time
-    appends to the bucket being processed, so it runs in this pass, after what came before.
+    A binary heap of event slots ordered by (time, insertion number): ties at one time run in
+    the order they were scheduled, including events scheduled at the current time while it is
+    being processed.  Slot ``k`` holds its event's time ``tk[k]``, insertion number ``sq[k]``,
+    callback ``fns[k]`` and argument ``args[k]``; ``heap[:size]`` orders the slots in use and
+    ``free[:nfree]`` lists the others.  The integer tables are ``array('q')`` (the compiled
+    build reads them as C arrays); they double when full.
     """
 
-    __slots__ = ("now", "times", "buckets", "events", "stopped")
+    __slots__ = (
+        "now", "events", "stopped", "seq", "size", "nfree", "tk", "sq", "heap", "free", "fns",
+        "args",
+    )  # fmt: skip
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int = 1024) -> None:
         self.now = 0
-        self.times: list[int] = []
-        self.buckets: dict[int, list[Any]] = {}
         self.events = 0
         self.stopped = False
+        self.seq = 0  # insertion number of the next event
+        self.size = 0  # events pending
+        self.tk = array("q", bytes(8 * capacity))
+        self.sq = array("q", bytes(8 * capacity))
+        self.heap = array("q", bytes(8 * capacity))
+        self.free = array("q", range(capacity - 1, -1, -1))
+        self.nfree = capacity
+        self.fns: list[Any] = [None] * capacity  # callbacks (None: a free slot)
+        self.args: list[Any] = [None] * capacity
 
     def at(self, t_ps: int, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Call ``fn(arg)`` at time ``t_ps`` (never earlier than now)."""
         if t_ps < self.now:
             t_ps = self.now
-        key = t_ps  # perf (compiled): one Python int for the lookup, the bucket and the heap
-        bucket = self.buckets.get(key)
-        if bucket is None:
-            self.buckets[key] = [fn, arg]
-            heappush(self.times, key)
-        else:
-            bucket.append(fn)
-            bucket.append(arg)
+        if not self.nfree:
+            self._grow()
+        self.nfree -= 1
+        slot = self.free[self.nfree]
+        seq = self.seq
+        self.seq = seq + 1
+        self.tk[slot] = t_ps
+        self.sq[slot] = seq
+        self.fns[slot] = fn
+        self.args[slot] = arg
+        i = self.size  # sift up: later events usually stop at once
+        self.size = i + 1
+        while i:
+            up = (i - 1) >> 1
+            other = self.heap[up]
+            if self.tk[other] < t_ps or (self.tk[other] == t_ps and self.sq[other] < seq):
+                break
+            self.heap[i] = other
+            i = up
+        self.heap[i] = slot
+
+    def _grow(self) -> None:
+        """Double the slot tables (the new slots are free)."""
+        cap = len(self.fns)
+        for name in ("tk", "sq", "heap"):
+            table = array("q", getattr(self, name))
+            table.frombytes(bytes(8 * cap))
+            setattr(self, name, table)
+        free = array("q", range(2 * cap - 1, cap - 1, -1))  # (none was free before)
+        free.frombytes(bytes(8 * cap))  # room for every slot
+        self.free = free
+        self.nfree = cap
+        self.fns.extend([None] * cap)
+        self.args.extend([None] * cap)
 
     @property
     def pending(self) -> int:
         """Events scheduled and not yet processed."""
-        return sum(len(b) for b in self.buckets.values()) // 2
+        return self.size
+
+    def pending_args(self) -> list[Any]:
+        """The arguments of the events scheduled and not yet processed (any order)."""
+        return [self.args[self.heap[i]] for i in range(self.size)]
 
     def run(self, limit_ps: int) -> int:
         """Process events in time order until none is left or the next is after ``limit_ps``.
 
         Returns the number of events processed; ``stopped`` tells whether the limit cut the run.
         """
-        times, buckets = self.times, self.buckets
-        limit = limit_ps  # perf (compiled): times stay Python ints, compared as such
         n = 0
-        while times:
-            t = times[0]
-            if t > limit:
+        while self.size:
+            slot = self.heap[0]
+            t = self.tk[slot]
+            if t > limit_ps:
                 self.stopped = True
                 break
             self.now = t
-            bucket = buckets[t]
-            i = 0
-            while i < len(bucket):  # events appended at time t during the pass run too
-                bucket[i](bucket[i + 1])
-                i += 2
-            n += i >> 1
-            del buckets[t]
-            heappop(times)
+            fn = self.fns[slot]
+            arg = self.args[slot]
+            self.fns[slot] = None
+            self.args[slot] = None
+            self.free[self.nfree] = slot
+            self.nfree += 1
+            self._pop_root()
+            fn(arg)
+            n += 1
         self.events += n
         return n
+
+    def _pop_root(self) -> None:
+        """Remove the first slot of the heap: the last one sifts down from the root."""
+        size = self.size - 1
+        self.size = size
+        if not size:
+            return
+        last = self.heap[size]
+        t, seq = self.tk[last], self.sq[last]
+        i = 0
+        while True:
+            child = 2 * i + 1
+            if child >= size:
+                break
+            a = self.heap[child]
+            if child + 1 < size:
+                b = self.heap[child + 1]
+                if self.tk[b] < self.tk[a] or (
+                    self.tk[b] == self.tk[a] and self.sq[b] < self.sq[a]
+                ):
+                    child += 1
+                    a = b
+            if t < self.tk[a] or (t == self.tk[a] and seq < self.sq[a]):
+                break
+            self.heap[i] = a
+            i = child
+        self.heap[i] = last
 
 
 class Port:
@@ -218,7 +285,7 @@ class Port:
     # fmt: off
 
     __slots__ = (
-        "sim", "times", "buckets", "link", "rate_bps", "delay_ps", "ppb", "q", "hq", "qbytes",
+        "sim", "link", "rate_bps", "delay_ps", "ppb", "q", "hq", "qbytes",
         "hbytes", "busy_until", "pending", "cap", "hcap", "kmin", "kmax", "trimming", "failed",
         "hdr", "rand", "tx_bytes", "tx_pkts", "marks", "trims", "drops", "data_drops", "peak",
         "_complete", "lbrec", "tail_victim",
@@ -242,7 +309,7 @@ class Port:
         rand: Callable[[], float],
         tail_victim: float = 0.0,
     ) -> None:
-        self.sim, self.times, self.buckets = sim, sim.times, sim.buckets
+        self.sim = sim
         self.tail_victim = tail_victim  # chance a full queue trims its last packet instead
         self.link, self.rate_bps, self.delay_ps = link, float(rate_bps), int(delay_ps)
         rate = max(int(rate_bps), 1)
@@ -307,16 +374,7 @@ class Port:
             self.tx_pkts += 1
             h = pkt.hop + 1
             pkt.hop = h
-            # perf: Sim.at inlined
-            at = t + self.delay_ps
-            nxt = pkt.hops[h]
-            bucket = self.buckets.get(at)
-            if bucket is None:
-                self.buckets[at] = [nxt, pkt]
-                heappush(self.times, at)
-            else:
-                bucket.append(nxt)
-                bucket.append(pkt)
+            self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
             return
         size = pkt.size
         if pkt.kind:
@@ -345,15 +403,7 @@ class Port:
                 self.peak = q
         if not self.pending:
             self.pending = True
-            # perf: Sim.at inlined
-            at = self.busy_until
-            bucket = self.buckets.get(at)
-            if bucket is None:
-                self.buckets[at] = [self._complete, None]
-                heappush(self.times, at)
-            else:
-                bucket.append(self._complete)
-                bucket.append(None)
+            self.sim.at(self.busy_until, self._complete)
 
     def _swap_tail(self, pkt: Packet) -> Packet:
         """The arriving ``pkt`` takes the last queued packet's place if it fits there; the
@@ -374,16 +424,7 @@ class Port:
         self.tx_pkts += 1
         h = pkt.hop + 1
         pkt.hop = h
-        # perf: Sim.at inlined
-        at = t + self.delay_ps
-        nxt = pkt.hops[h]
-        bucket = self.buckets.get(at)
-        if bucket is None:
-            self.buckets[at] = [nxt, pkt]
-            heappush(self.times, at)
-        else:
-            bucket.append(nxt)
-            bucket.append(pkt)
+        self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
 
     def complete(self, _: Any) -> None:
         """The packet on the wire has left: start the next one (priority queue first)."""
@@ -411,26 +452,9 @@ class Port:
         self.tx_pkts += 1
         h = pkt.hop + 1
         pkt.hop = h
-        # perf: Sim.at inlined
-        at = t + self.delay_ps
-        nxt = pkt.hops[h]
-        bucket = self.buckets.get(at)
-        if bucket is None:
-            self.buckets[at] = [nxt, pkt]
-            heappush(self.times, at)
-        else:
-            bucket.append(nxt)
-            bucket.append(pkt)
+        self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
         if q or self.hq:
-            # perf: Sim.at inlined
-            key = t  # one Python int (compiled: t is a C integer)
-            bucket = self.buckets.get(key)
-            if bucket is None:
-                self.buckets[key] = [self._complete, None]
-                heappush(self.times, key)
-            else:
-                bucket.append(self._complete)
-                bucket.append(None)
+            self.sim.at(t, self._complete)
         else:
             self.pending = False
 
@@ -490,15 +514,7 @@ class HostPort(Port):
         else:
             self.send(pkt, self.sim.now)
         if self.ctrlq or self.activeq:
-            # perf: Sim.at inlined
-            at = self.busy_until
-            bucket = self.buckets.get(at)
-            if bucket is None:
-                self.buckets[at] = [self._complete, None]
-                heappush(self.times, at)
-            else:
-                bucket.append(self._complete)
-                bucket.append(None)
+            self.sim.at(self.busy_until, self._complete)
         else:
             self.pending = False
 

@@ -472,12 +472,7 @@ class PacketEngine:
         sent = sum(p.sent for p in all_pdcs)
         nic_tot = {k: sum(n.stats()[k] for n in self.nics) for k in self.nics[0].stats()}
         queued = sum(1 for p in self.ports for q in (p.q, p.hq) for pkt in q if pkt.kind < ACK)
-        on_wires = sum(
-            1
-            for b in self.sim.buckets.values()
-            for a in b[1::2]
-            if isinstance(a, Packet) and a.kind < ACK
-        )
+        on_wires = sum(1 for a in self.sim.pending_args() if isinstance(a, Packet) and a.kind < ACK)
         return {
             "events": int(self.sim.events),
             "packets_sent": sent,
