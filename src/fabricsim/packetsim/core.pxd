@@ -25,16 +25,17 @@ cdef class Sim:
     cdef public long long now, events, seq, size, nfree
     cdef public bint stopped
     # the integer tables: array('q') objects, read as C arrays
-    cdef public long long[:] tk, sq, heap, free
+    cdef public long long[:] ht, hs, hslot, free
     cdef public list fns, args
     @cython.locals(slot=cython.longlong, seq=cython.longlong, i=cython.Py_ssize_t,
-                   up=cython.Py_ssize_t, other=cython.longlong)
+                   up=cython.Py_ssize_t, tu=cython.longlong)
     cpdef at(self, long long t_ps, object fn, object arg=*)
     @cython.locals(n=cython.longlong, slot=cython.longlong, t=cython.longlong)
     cpdef long long run(self, long long limit_ps)
-    @cython.locals(size=cython.Py_ssize_t, last=cython.longlong, t=cython.longlong,
-                   seq=cython.longlong, i=cython.Py_ssize_t, child=cython.Py_ssize_t,
-                   a=cython.longlong, b=cython.longlong)
+    @cython.locals(size=cython.Py_ssize_t, t=cython.longlong, seq=cython.longlong,
+                   slot=cython.longlong, i=cython.Py_ssize_t, child=cython.Py_ssize_t,
+                   first=cython.Py_ssize_t, stop=cython.Py_ssize_t, j=cython.Py_ssize_t,
+                   tc=cython.longlong, tj=cython.longlong)
     cdef _pop_root(self)
 
 cdef class Port:

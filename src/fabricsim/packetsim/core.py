@@ -3,9 +3,9 @@
 Kept in one small module so it can later be compiled (Cython / mypyc).  Conventions:
 
 * time is an integer number of picoseconds, sizes are bytes, rates bits per second;
-* events are ``callback(arg)`` at an integer time, in a binary heap ordered by (time,
-  insertion number): ties break by insertion order.  The heap orders small integer slots whose
-  times live in ``array('q')`` tables, so the compiled build sifts on C integers;
+* events are ``callback(arg)`` at an integer time, in a 4-ary heap ordered by (time,
+  insertion number): ties break by insertion order.  Its keys live in ``array('q')`` tables,
+  so the compiled build sifts on C integers;
 * every element that receives a packet offers ``receive(pkt)``; a packet carries its route as
   the tuple of ``receive`` callables of the elements it visits (``hops``) and the index of the
   element holding it (``hop``), so forwarding is one tuple index per hop;
@@ -140,16 +140,18 @@ class RandomPool:
 class Sim:
     """Clock and event calendar shared by every element of one simulation (no global state).
 
-    A binary heap of event slots ordered by (time, insertion number): ties at one time run in
-    the order they were scheduled, including events scheduled at the current time while it is
-    being processed.  Slot ``k`` holds its event's time ``tk[k]``, insertion number ``sq[k]``,
-    callback ``fns[k]`` and argument ``args[k]``; ``heap[:size]`` orders the slots in use and
-    ``free[:nfree]`` lists the others.  The integer tables are ``array('q')`` (the compiled
-    build reads them as C arrays); they double when full.
+    A 4-ary heap (half the levels of a binary one, a node's children side by side) ordered by
+    (time, insertion number): ties at one time run in the order they
+    were scheduled, including events scheduled at the current time while it is being
+    processed.  Heap position ``i`` holds its event's time ``ht[i]``, insertion number
+    ``hs[i]`` and slot ``hslot[i]``; slot ``k`` holds the callback ``fns[k]`` and argument
+    ``args[k]`` (the heap moves three integers, never the objects); ``free[:nfree]`` lists the
+    unused slots.  The integer tables are ``array('q')`` (the compiled build reads them as C
+    arrays); they double when full.
     """
 
     __slots__ = (
-        "now", "events", "stopped", "seq", "size", "nfree", "tk", "sq", "heap", "free", "fns",
+        "now", "events", "stopped", "seq", "size", "nfree", "ht", "hs", "hslot", "free", "fns",
         "args",
     )  # fmt: skip
 
@@ -159,9 +161,9 @@ class Sim:
         self.stopped = False
         self.seq = 0  # insertion number of the next event
         self.size = 0  # events pending
-        self.tk = array("q", bytes(8 * capacity))
-        self.sq = array("q", bytes(8 * capacity))
-        self.heap = array("q", bytes(8 * capacity))
+        self.ht = array("q", bytes(8 * capacity))
+        self.hs = array("q", bytes(8 * capacity))
+        self.hslot = array("q", bytes(8 * capacity))
         self.free = array("q", range(capacity - 1, -1, -1))
         self.nfree = capacity
         self.fns: list[Any] = [None] * capacity  # callbacks (None: a free slot)
@@ -175,27 +177,29 @@ class Sim:
             self._grow()
         self.nfree -= 1
         slot = self.free[self.nfree]
-        seq = self.seq
-        self.seq = seq + 1
-        self.tk[slot] = t_ps
-        self.sq[slot] = seq
         self.fns[slot] = fn
         self.args[slot] = arg
+        seq = self.seq
+        self.seq = seq + 1
         i = self.size  # sift up: later events usually stop at once
         self.size = i + 1
         while i:
-            up = (i - 1) >> 1
-            other = self.heap[up]
-            if self.tk[other] < t_ps or (self.tk[other] == t_ps and self.sq[other] < seq):
+            up = (i - 1) >> 2
+            tu = self.ht[up]
+            if tu < t_ps or (tu == t_ps and self.hs[up] < seq):
                 break
-            self.heap[i] = other
+            self.ht[i] = tu
+            self.hs[i] = self.hs[up]
+            self.hslot[i] = self.hslot[up]
             i = up
-        self.heap[i] = slot
+        self.ht[i] = t_ps
+        self.hs[i] = seq
+        self.hslot[i] = slot
 
     def _grow(self) -> None:
-        """Double the slot tables (the new slots are free)."""
+        """Double the tables (the new slots are free)."""
         cap = len(self.fns)
-        for name in ("tk", "sq", "heap"):
+        for name in ("ht", "hs", "hslot"):
             table = array("q", getattr(self, name))
             table.frombytes(bytes(8 * cap))
             setattr(self, name, table)
@@ -213,7 +217,7 @@ class Sim:
 
     def pending_args(self) -> list[Any]:
         """The arguments of the events scheduled and not yet processed (any order)."""
-        return [self.args[self.heap[i]] for i in range(self.size)]
+        return [self.args[self.hslot[i]] for i in range(self.size)]
 
     def run(self, limit_ps: int) -> int:
         """Process events in time order until none is left or the next is after ``limit_ps``.
@@ -222,12 +226,12 @@ class Sim:
         """
         n = 0
         while self.size:
-            slot = self.heap[0]
-            t = self.tk[slot]
+            t = self.ht[0]
             if t > limit_ps:
                 self.stopped = True
                 break
             self.now = t
+            slot = self.hslot[0]
             fn = self.fns[slot]
             arg = self.args[slot]
             self.fns[slot] = None
@@ -241,31 +245,34 @@ class Sim:
         return n
 
     def _pop_root(self) -> None:
-        """Remove the first slot of the heap: the last one sifts down from the root."""
+        """Remove the heap's first entry: the last one sifts down from the root."""
         size = self.size - 1
         self.size = size
         if not size:
             return
-        last = self.heap[size]
-        t, seq = self.tk[last], self.sq[last]
+        t, seq, slot = self.ht[size], self.hs[size], self.hslot[size]
         i = 0
         while True:
-            child = 2 * i + 1
-            if child >= size:
+            first = 4 * i + 1  # the children: first .. first + 3
+            if first >= size:
                 break
-            a = self.heap[child]
-            if child + 1 < size:
-                b = self.heap[child + 1]
-                if self.tk[b] < self.tk[a] or (
-                    self.tk[b] == self.tk[a] and self.sq[b] < self.sq[a]
-                ):
-                    child += 1
-                    a = b
-            if t < self.tk[a] or (t == self.tk[a] and seq < self.sq[a]):
+            child, tc = first, self.ht[first]
+            stop = min(first + 4, size)
+            j = first + 1
+            while j < stop:  # the earliest child
+                tj = self.ht[j]
+                if tj < tc or (tj == tc and self.hs[j] < self.hs[child]):
+                    child, tc = j, tj
+                j += 1
+            if t < tc or (t == tc and seq < self.hs[child]):
                 break
-            self.heap[i] = a
+            self.ht[i] = tc
+            self.hs[i] = self.hs[child]
+            self.hslot[i] = self.hslot[child]
             i = child
-        self.heap[i] = last
+        self.ht[i] = t
+        self.hs[i] = seq
+        self.hslot[i] = slot
 
 
 class Port:
