@@ -2,7 +2,9 @@
 
 Flows: uniform random host pairs, 1-64 MB sizes (log-uniform), Poisson arrivals at an offered
 load of about 40 % of the hosts' NIC capacity, per-flow ECMP.  Prints wall time, events and
-flow events per second.  Run: ``python benchmarks/bench_flow.py [--flows N] [--k K]``.
+flow events per second, for both solvers (``engine.flow_solver``), with their speed ratio and
+the largest relative FCT difference.  Run:
+``python benchmarks/bench_flow.py [--flows N] [--k K] [--solver both|incremental|reference]``.
 """
 
 from __future__ import annotations
@@ -31,34 +33,55 @@ def make_trace(path: Path, flows: int, hosts: int, rate_gbps: float, load: float
     )
 
 
+def run_one(trace: Path, k: int, solver: str) -> tuple[fabricsim.Result, float]:
+    sc = fabricsim.load_scenario(
+        {
+            "name": "bench-flow",
+            "topology": {"kind": "fat_tree", "k": k, "link_gbps": 100},
+            "workload": {"kind": "trace", "path": str(trace)},
+            "nic": {"packet_spraying_type": "none"},
+            "engine": {"flow_solver": solver},
+        }
+    )
+    t0 = time.perf_counter()
+    res = fabricsim.run(sc, engine="flow")
+    return res, time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--flows", type=int, default=10_000)
     ap.add_argument("--k", type=int, default=16)
     ap.add_argument("--load", type=float, default=0.4)
+    ap.add_argument(
+        "--solver",
+        choices=["both", "incremental", "reference"],
+        default="both",
+        help="both: incremental then reference, their FCTs compared and the speed ratio printed",
+    )
     args = ap.parse_args()
     hosts = args.k**3 // 4
+    solvers = ["incremental", "reference"] if args.solver == "both" else [args.solver]
+    results = {}
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "flows.csv"
         make_trace(trace, args.flows, hosts, 100.0, args.load)
-        sc = fabricsim.load_scenario(
-            {
-                "name": "bench-flow",
-                "topology": {"kind": "fat_tree", "k": args.k, "link_gbps": 100},
-                "workload": {"kind": "trace", "path": str(trace)},
-                "nic": {"packet_spraying_type": "none"},
-            }
-        )
-        t0 = time.perf_counter()
-        res = fabricsim.run(sc, engine="flow")
-        wall = time.perf_counter() - t0
-    s, tm = res.summary, res.timing
-    print(f"hosts={hosts} flows={args.flows} completed={s['flows_completed']}")
-    print(
-        f"wall_s={wall:.2f} engine_wall_s={tm['wall_s']:.2f} events={s['events']} "
-        f"flow_events_per_s={s['events'] / tm['wall_s']:.0f}"
-    )
-    print(f"fct_mean_s={s['fct_mean_s']:.4g} fct_p99_s={s['fct_p99_s']:.4g}")
+        for solver in solvers:
+            res, wall = run_one(trace, args.k, solver)
+            results[solver] = res
+            s, tm = res.summary, res.timing
+            print(f"[{solver}] hosts={hosts} flows={args.flows} completed={s['flows_completed']}")
+            print(
+                f"[{solver}] wall_s={wall:.2f} engine_wall_s={tm['wall_s']:.2f} "
+                f"events={s['events']} flow_events_per_s={s['events'] / tm['wall_s']:.0f}"
+            )
+            print(f"[{solver}] fct_mean_s={s['fct_mean_s']:.4g} fct_p99_s={s['fct_p99_s']:.4g}")
+    if len(results) == 2:
+        inc, ref = results["incremental"], results["reference"]
+        a, b = inc.flows["fct_s"].to_numpy(), ref.flows["fct_s"].to_numpy()
+        rel = float(np.nanmax(np.abs(a - b) / b)) if len(a) else 0.0
+        speed = ref.timing["wall_s"] / inc.timing["wall_s"]
+        print(f"incremental vs reference: engine {speed:.1f}x faster, max FCT rel diff {rel:.2g}")
 
 
 if __name__ == "__main__":

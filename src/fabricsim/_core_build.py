@@ -23,6 +23,7 @@ COMPILED = (
     "fabricsim.nic.pdc",
     "fabricsim.nic.nic",
     "fabricsim.packetsim.forwarding",
+    "fabricsim.flowsim.kernel",
 )
 """Modules compiled by the build (their ``.pxd`` declares the C types)."""
 

@@ -169,7 +169,7 @@ def test_sigint_mid_run_keeps_the_previous_output(tmp_path: Path):
     out = tmp_path / "R"
     fabricsim.run("ecmp-collision").save(out)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    argv = ["run", "ark", "--set", "workload.requests=8000", "--out", "R", "--quiet"]
+    argv = ["run", "ark", "--set", "workload.requests=40000", "--out", "R", "--quiet"]
     proc = _start(argv, tmp_path)
     _wait_for(proc, lambda: _cpu_s(proc.pid) > 2.0)  # imports done, simulating
     os.killpg(proc.pid, signal.SIGINT)

@@ -86,7 +86,7 @@ REFUSALS = [
     (
         "packet",
         {"engine.flow_model": "open_loop"},
-        "engine.flow_model=open_loop is a flow-engine model; use --engine flow, or remove it "
+        "engine.flow_model=open_loop is a flow-engine setting; use --engine flow, or remove it "
         "for the packet engine",
     ),
 ]

@@ -75,33 +75,35 @@ def test_hash_random_is_even_split_per_stage():
     assert res.summary["step_efficiency"] == pytest.approx(1.0, rel=1e-9)
 
 
-def test_conservation_is_checked_against_link_counters(monkeypatch):
+@pytest.mark.parametrize("solver", ["incremental", "reference"])
+def test_conservation_is_checked_against_link_counters(monkeypatch, solver):
     from fabricsim.flowsim import engine as fe
 
-    good = fabricsim.run("ecmp-collision", engine="flow").summary
+    sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"engine.flow_solver": solver})
+    good = fabricsim.run(sc, engine="flow").summary
     assert good["bytes_conserved"] is True and good["link_counters_match_flows"] is True
-    original = fe.FlowEngine._advance
+    original = fe.FlowEngine._complete
 
-    def leaky(self, t):  # lose 1 % of what host0's uplink carried: the check must notice
-        before = self.link_bytes[self.fabric.host_uplink[0]]
-        original(self, t)
-        carried = self.link_bytes[self.fabric.host_uplink[0]] - before
-        self.link_bytes[self.fabric.host_uplink[0]] -= 0.01 * carried
+    def leaky(self, slot):  # lose 1 % of what host0's uplink carried: the check must notice
+        original(self, slot)
+        counters = np.asarray(self.rates.link_bytes)
+        counters[self.fabric.host_uplink[0]] *= 0.99
 
-    monkeypatch.setattr(fe.FlowEngine, "_advance", leaky)
-    bad = fabricsim.run("ecmp-collision", engine="flow").summary
+    monkeypatch.setattr(fe.FlowEngine, "_complete", leaky)
+    bad = fabricsim.run(sc, engine="flow").summary
     assert bad["link_counters_match_flows"] is False
     assert bad["bytes_conserved"] is False
 
 
-def test_reroute_of_unroutable_connection_restores_its_cap():
+@pytest.mark.parametrize("solver", ["incremental", "reference"])
+def test_reroute_of_unroutable_connection_restores_its_cap(solver):
     from fabricsim.flowsim.engine import FlowEngine, _Conn
     from fabricsim.lb import PolicyContext, make_policy
     from fabricsim.rng import stream
     from fabricsim.runner import fabric_of, router_of
     from fabricsim.workloads import generate
 
-    sc = fabricsim.load_scenario("ecmp-collision")
+    sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"engine.flow_solver": solver})
     fab = fabric_of(sc)
     router = router_of(sc, fab)
     flows = generate(sc, fab)
@@ -110,6 +112,10 @@ def test_reroute_of_unroutable_connection_restores_its_cap():
     conn = _Conn(0, 0, 1000.0, None)
     eng.conns[0].append(conn)
     eng._activate(conn, 5e9)
-    assert eng.cap[conn.slot] == 0.0  # unroutable: cannot progress
+    assert eng.rates.cap[conn.slot] == 0.0  # unroutable: cannot progress
+    eng.rates.settle(0.0)
+    assert eng.rates.rate_bps(conn.slot) == 0.0
     eng.reroute(0, 0, int(flows.src_port[0]))
-    assert eng.cap[conn.slot] == 5e9
+    assert eng.rates.cap[conn.slot] == 5e9
+    eng.rates.settle(0.0)
+    assert eng.rates.rate_bps(conn.slot) == pytest.approx(5e9)

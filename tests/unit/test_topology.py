@@ -154,3 +154,48 @@ def test_leaf_distances_equal_a_graph_librarys_shortest_paths(name, over):
         e00 = f.node_names.index("edge0_0")
         others = [f._leaf_row[x] for x in f.leaves if x != e00]
         assert (mine[others, e00] == -1).all() and mine[f._leaf_row[e00], e00] == 0
+
+
+def _groups_by_loop(f, switch: int, dst: int) -> list[int]:
+    """An ECMP group as its definition reads: out-links to a switch one hop closer."""
+    leaf = int(f.host_leaf[dst])
+    if switch == leaf:
+        down = int(f.host_downlink[dst])
+        return [down] if f.usable(down) else []
+    dist = f._dist[f._leaf_row[leaf]]
+    if dist[switch] < 0:
+        return []
+    return [
+        int(link)
+        for link in np.flatnonzero(f.link_src == switch)
+        if f.usable(int(link))
+        and f.link_dst[link] >= f.num_hosts
+        and dist[f.link_dst[link]] == dist[switch] - 1
+    ]
+
+
+@pytest.mark.parametrize(
+    "name, over",
+    [
+        ("permutation", {"topology.k": 4}),
+        ("permutation", {"topology.k": 4, "topology.parallel_links": 2}),
+        (
+            "permutation",
+            {
+                "topology.k": 4,
+                "topology.failed_link_mode": "withdraw",
+                "topology.failed_links": ["edge0_0->agg0_0", "agg1_0->core0", "core2->agg1_1"],
+            },
+        ),
+        ("permutation", {"topology.k": 4, "topology.failed_links": ["agg1_0->core0"]}),
+        ("incast", {}),
+    ],
+)
+def test_vectorised_ecmp_groups_equal_the_definition(name, over):
+    from fabricsim.runner import fabric_of
+
+    f = fabric_of(fabricsim.load_scenario(name).with_overrides(over))
+    for switch in range(f.num_hosts, f.num_nodes):
+        for dst in range(f.num_hosts):
+            got = f.ecmp_group(switch, dst).tolist()
+            assert got == _groups_by_loop(f, switch, dst), (f.node_names[switch], dst)

@@ -133,6 +133,11 @@ class EngineConfig(_Model):
         description="simulated-time limit, s (null: last start + a generous bound)",
     )
     flow_model: Literal["max_min", "open_loop"] = Field("max_min", description="flow engine model")
+    flow_solver: Literal["incremental", "reference"] = Field(
+        "incremental",
+        description="flow engine max-min solver: incremental (repairs what an event changes) "
+        "or reference (re-solves every connection per event; the tests' oracle)",
+    )
     max_packets: float = Field(
         5e7, gt=0, description="packet engine refuses scenarios with more data packets than this"
     )

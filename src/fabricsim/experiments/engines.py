@@ -168,9 +168,10 @@ PACKET = EngineCapabilities(
     link_failures=True,
     flow_models=(),
     workloads=_WORKLOADS,
-    unread_keys=("engine.flow_model",),
+    unread_keys=("engine.flow_model", "engine.flow_solver"),
     unread_key_refusal=(
-        "{key}={value} is a flow-engine model; use --engine flow, or remove it for the packet engine"
+        "{key}={value} is a flow-engine setting; use --engine flow, or remove it for the packet "
+        "engine"
     ),
     packet_budget=True,
 )

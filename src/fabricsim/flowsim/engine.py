@@ -1,8 +1,11 @@
 """The flow-level engine: event-driven max-min fair sharing over every link a flow crosses.
 
-Rates are recomputed at each batch of simultaneous arrivals, completions and policy timers.
-Active connections live in fixed-width slot arrays (link ids and coefficients, padded with a
-dummy link of infinite capacity), so adding or removing one never reallocates.
+Rates are re-settled at each batch of simultaneous arrivals, completions and policy timers,
+by one of two solvers with one interface (``engine.flow_solver``): the incremental kernel
+(:mod:`fabricsim.flowsim.kernel`, the default: repairs only the rates an event breaks, moves
+bytes lazily) or the reference (:mod:`fabricsim.flowsim.reference`: re-solves everything and
+moves every connection's bytes at every step; the oracle of the tests).  This module is the
+part both share: arrivals, dependencies, policy callbacks, completions and the output.
 """
 
 from __future__ import annotations
@@ -17,15 +20,19 @@ import numpy as np
 import pandas as pd
 
 from fabricsim.config.models import Scenario
-from fabricsim.engine_api import EngineOutput, wire_bytes
-from fabricsim.flowsim.maxmin import maxmin_rates
+from fabricsim.engine_api import EngineOutput, collector_paused, wire_bytes
+from fabricsim.flowsim.kernel import MaxMinKernel
 from fabricsim.flowsim.paths import PathResolver, WeightedPaths
+from fabricsim.flowsim.reference import ReferenceRates
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import Fabric
 from fabricsim.workloads.base import FlowTable
 
 _ARRIVAL, _TIMER = 0, 1
+
+FALLBACK = 0.5
+"""The incremental kernel re-solves every connection once an event's set passes this share."""
 
 
 @dataclass(slots=True)
@@ -38,6 +45,16 @@ class _Conn:
     done_s: float = math.nan
     cap: float = math.inf
     delivered: float = 0.0  # wire bytes, set when the connection completes
+
+
+@dataclass(slots=True)
+class _PathInfo:
+    paths: WeightedPaths  # the resolver's list (kept: its id is the cache key)
+    links: np.ndarray  # distinct links, int64
+    coefs: np.ndarray  # the connection's share on each link (path weights summed)
+    tops: list[int]  # indices into fabric.top_switches of the switches the paths cross
+    any_node: bool  # the paths cross any node (the spine timeline records a change)
+    latency_s: float  # unloaded pipeline delay of the slowest path
 
 
 class FlowEngine:
@@ -56,10 +73,14 @@ class FlowEngine:
         self.resolver = PathResolver(sc, router)
         self.mss, self.hdr = sc.nic.rdma_data_mss, sc.nic.header_bytes
         n, nlinks = len(flows), fabric.num_links
-        self.capacity = np.append(np.where(fabric.link_failed, 0.0, fabric.link_rate_bps), np.inf)
-        self.pad = nlinks
-        self.width = 8
-        self._alloc(64)
+        capacity = np.where(fabric.link_failed, 0.0, fabric.link_rate_bps)
+        self.rates: MaxMinKernel | ReferenceRates = (
+            ReferenceRates(capacity)
+            if sc.engine.flow_solver == "reference"
+            else MaxMinKernel(capacity, FALLBACK)
+        )
+        self.slot_conn: dict[int, _Conn] = {}
+        self._incidence: dict[int, _PathInfo] = {}
         self.now = 0.0
         self.events = 0
         self.heap: list[tuple[float, int, int, object]] = []
@@ -80,41 +101,9 @@ class FlowEngine:
         self.tl_links: list[tuple[np.ndarray, float, np.ndarray]] = []
         self.tl_tops: list[tuple[float, np.ndarray]] = []
         self._last_util = np.full(nlinks, -1.0)
-        self.link_bytes = np.zeros(nlinks + 1)
         self.dirty = False
         self.conns_started = 0
         self.stalled = False  # the loop's backstop ended the run (see _max_passes)
-
-    # -- slot storage ----------------------------------------------------------------------
-    def _alloc(self, slots: int) -> None:
-        self.links = np.full((slots, self.width), self.pad, dtype=np.int64)
-        self.coef = np.zeros((slots, self.width))
-        self.remaining = np.zeros(slots)
-        self.rate = np.zeros(slots)
-        self.cap = np.full(slots, np.inf)
-        self.active = np.zeros(slots, dtype=bool)
-        self.slot_conn: list[_Conn | None] = [None] * slots
-        self.free = list(range(slots - 1, -1, -1))
-
-    def _grow(self, slots: int, width: int) -> None:
-        old = (
-            self.links,
-            self.coef,
-            self.remaining,
-            self.rate,
-            self.cap,
-            self.active,
-            self.slot_conn,
-        )
-        n_old, w_old = old[0].shape
-        self.width = width
-        self._alloc(slots)
-        self.links[:n_old, :w_old] = old[0]
-        self.coef[:n_old, :w_old] = old[1]
-        self.remaining[:n_old], self.rate[:n_old], self.cap[:n_old] = old[2], old[3], old[4]
-        self.active[:n_old] = old[5]
-        self.slot_conn[:n_old] = old[6]
-        self.free = [s for s in range(slots - 1, -1, -1) if not self.active[s]]
 
     # -- engine hooks for dynamic policies -------------------------------------------------
     def now_s(self) -> float:
@@ -131,7 +120,8 @@ class FlowEngine:
         conn.paths = self.resolver.resolve(
             int(self.flows.src[flow]), int(self.flows.dst[flow]), src_port
         )
-        self._write_slot(conn)
+        links, coefs, cap = self._incidence_of(conn)
+        self.rates.reroute(conn.slot, links, coefs, cap, self.now)
         self._top_count(conn, +1)
         self.entropy[flow] = src_port if index == 0 else self.entropy[flow]
         self.dirty = True
@@ -160,60 +150,66 @@ class FlowEngine:
         self.dirty = True
 
     def _activate(self, conn: _Conn, cap: float) -> None:
-        if not self.free:
-            self._grow(2 * len(self.active), self.width)
-        conn.slot = self.free.pop()
-        self.slot_conn[conn.slot] = conn
-        self.remaining[conn.slot] = conn.wire
         conn.cap = cap
-        self.active[conn.slot] = True
-        self._write_slot(conn)
+        links, coefs, cap_bps = self._incidence_of(conn)
+        conn.slot = self.rates.add(links, coefs, cap_bps, conn.wire, self.now)
+        self.slot_conn[conn.slot] = conn
         self._top_count(conn, +1)
 
-    def _write_slot(self, conn: _Conn) -> None:
+    def _incidence_of(self, conn: _Conn) -> tuple[np.ndarray, np.ndarray, float]:
+        """The links a connection uses, with its share on each (path weights summed per
+        link), and its rate cap; a connection that cannot be routed sits on its host's uplink
+        with cap 0 (it never progresses)."""
+        if conn.paths is None:
+            up = np.array([self.fabric.host_uplink[self.flows.src[conn.flow]]], dtype=np.int64)
+            return up, np.ones(1), 0.0
+        info = self._info(conn.paths)
+        return info.links, info.coefs, conn.cap
+
+    def _info(self, paths: WeightedPaths) -> _PathInfo:
+        """What the engine needs of a set of weighted paths, computed once per set (perf: the
+        resolver hands out the same list for every connection of a pair or port)."""
+        hit = self._incidence.get(id(paths))
+        if hit is not None and hit.paths is paths:
+            return hit
         use: dict[int, float] = {}
-        for path, w in conn.paths or []:
+        for path, w in paths:
             for link in path:
                 use[link] = use.get(link, 0.0) + w
-        self.cap[conn.slot] = conn.cap
-        if conn.paths is None:
-            use = {int(self.fabric.host_uplink[self.flows.src[conn.flow]]): 1.0}
-            self.cap[conn.slot] = 0.0  # cannot be routed: never progresses
-        if len(use) > self.width:
-            self._grow(len(self.active), max(len(use), 2 * self.width))
-        s = conn.slot
-        self.links[s, :] = self.pad
-        self.coef[s, :] = 0.0
-        self.links[s, : len(use)] = list(use)
-        self.coef[s, : len(use)] = list(use.values())
+        tops = {n for path, _ in paths for n in self.fabric.path_nodes(path)}
+        info = _PathInfo(
+            paths,
+            np.fromiter(use, dtype=np.int64, count=len(use)),
+            np.fromiter(use.values(), dtype=np.float64, count=len(use)),
+            [self.top_index[n] for n in tops if n in self.top_index],
+            bool(tops),
+            self.fabric.unloaded_latency_s(
+                (path for path, _ in paths), self.mss + self.hdr, worst=True
+            ),
+        )
+        self._incidence[id(paths)] = info
+        return info
 
     def _top_count(self, conn: _Conn, delta: int) -> None:
-        tops = {n for path, _ in conn.paths or [] for n in self.fabric.path_nodes(path)}
-        for node in tops:
-            i = self.top_index.get(node)
-            if i is not None:
-                self.top_active[i] += delta
-                self.top_peak[i] = max(self.top_peak[i], self.top_active[i])
-        if self.record and tops:
+        if not conn.paths:
+            return
+        info = self._info(conn.paths)
+        for i in info.tops:
+            self.top_active[i] += delta
+            self.top_peak[i] = max(self.top_peak[i], self.top_active[i])
+        if self.record and info.any_node:
             self.tl_tops.append((self.now, self.top_active.copy()))
 
     def _latency(self, paths: WeightedPaths | None) -> float:
-        links = (path for path, _ in paths or [])
-        return self.fabric.unloaded_latency_s(links, self.mss + self.hdr, worst=True)
+        return self._info(paths).latency_s if paths else 0.0
 
     def _complete(self, slot: int) -> None:
         conn = self.slot_conn[slot]
         assert conn is not None
         conn.done_s = self.now + self._latency(conn.paths)
-        left = max(float(self.remaining[slot]), 0.0)  # at most 1 ns of transfer (completion eps)
-        if left > 0:  # the last bytes go out with the completion: count them on the links
-            np.add.at(self.link_bytes, self.links[slot], self.coef[slot] * left)
+        self.rates.remove(slot, self.now)
         conn.delivered = conn.wire
-        self.active[slot] = False
-        self.rate[slot] = 0.0
-        self.remaining[slot] = 0.0
-        self.slot_conn[slot] = None
-        self.free.append(slot)
+        del self.slot_conn[slot]
         conn.slot = -1
         self._top_count(conn, -1)
         flow = conn.flow
@@ -229,34 +225,19 @@ class FlowEngine:
         self.dirty = True
 
     def _recompute(self) -> None:
-        idx = np.flatnonzero(self.active)
-        self.rate[:] = 0.0
-        if len(idx):
-            w = self.width
-            rows = np.repeat(np.arange(len(idx)), w)
-            cols = self.links[idx].ravel()
-            coef = self.coef[idx].ravel()
-            keep = coef > 0
-            r = maxmin_rates(
-                len(idx), rows[keep], cols[keep], coef[keep], self.capacity, self.cap[idx] * 1.0
-            )
-            self.rate[idx] = r / 8.0  # bytes per second
+        self.rates.settle(self.now)
         if self.record:
-            self._record_links(idx)
+            self._record_links()
         self.dirty = False
 
-    def _record_links(self, idx: np.ndarray) -> None:
-        nl = self.fabric.num_links
-        load = np.bincount(
-            self.links[idx].ravel(),
-            weights=(self.coef[idx] * self.rate[idx, None] * 8).ravel(),
-            minlength=nl + 1,
-        )[:nl]
-        util = load / self.fabric.link_nominal_bps
-        changed = np.flatnonzero(np.abs(util - self._last_util) > 1e-12)
+    def _record_links(self) -> None:
+        links, load = self.rates.link_loads(every=not self.tl_links)  # the first: every link
+        util = load / self.fabric.link_nominal_bps[links]
+        moved = np.abs(util - self._last_util[links]) > 1e-12
+        changed, util = links[moved], util[moved]
         if len(changed):
-            self.tl_links.append((changed, self.now, util[changed]))
-            self._last_util[changed] = util[changed]
+            self.tl_links.append((changed, self.now, util))
+            self._last_util[changed] = util
 
     # -- main loop ---------------------------------------------------------------------------
     def run(self) -> EngineOutput:
@@ -270,23 +251,27 @@ class FlowEngine:
             if not dep:
                 self._push(float(f.start_s[flow]), _ARRIVAL, flow)
         limit = self._time_limit()
+        with collector_paused():
+            self._loop(limit)
+        return self._output(time.perf_counter() - wall0, limit)
+
+    def _loop(self, limit: float) -> None:
         stuck = False  # the last pass changed nothing: time must move on by at least one step
         passes = 0
         while True:
             t_next = self.heap[0][0] if self.heap else math.inf
-            act = np.flatnonzero(self.active & (self.rate > 0))
-            t_done = math.inf
-            if len(act):
-                t_done = self.now + float((self.remaining[act] / self.rate[act]).min())
+            t_done = self.rates.next_done(self.now)
             t = min(t_next, t_done)
             if stuck:  # now + dt == now in floating point: step to the next representable time
                 t = min(t_next, max(t_done, math.nextafter(self.now, math.inf)))
             if not math.isfinite(t) or t > limit:
                 self._advance(min(limit, t) if math.isfinite(t) else self.now)
+                self.rates.finalize(self.now)
                 break
             passes += 1
             if passes > self._max_passes():  # cannot happen while time advances; never hang
                 self.stalled = True
+                self.rates.finalize(self.now)
                 break
             before = (self.now, self.events)
             if stuck:
@@ -304,7 +289,6 @@ class FlowEngine:
             stuck = (self.now, self.events) == before and not self.dirty
             if self.dirty:
                 self._recompute()
-        return self._output(time.perf_counter() - wall0, limit)
 
     def _max_passes(self) -> int:
         """Passes of the main loop a run may take: each pass pops an event, completes a
@@ -312,34 +296,13 @@ class FlowEngine:
         return 4 * (self.seq + self.conns_started) + 64
 
     def _advance(self, t: float, clamp: bool = False) -> None:
-        dt = t - self.now
-        if dt > 0:
-            moved = self.rate * dt
-            left = np.maximum(self.remaining, 0.0)
-            if clamp:  # a forced step: a connection sends at most what it has left
-                moved = np.minimum(moved, left)
-            self.remaining -= moved
-            moving = np.flatnonzero(self.rate > 0)
-            if len(moving):  # per-link byte counters: an independent conservation check
-                # a step past a completion (dt quantized by the float clock) sends nothing
-                # beyond what was left: count what was sent, not rate x dt
-                sent = np.minimum(moved[moving], left[moving])
-                self.link_bytes += np.bincount(
-                    self.links[moving].ravel(),
-                    weights=(self.coef[moving] * sent[:, None]).ravel(),
-                    minlength=len(self.link_bytes),
-                )
+        self.rates.advance(self.now, t, clamp)
         self.now = t
 
     def _process_completions(self) -> None:
-        act = np.flatnonzero(self.active)
-        if not len(act):
-            return
-        eps = np.maximum(1e-6, 1e-9 * self.rate[act])  # 1 ns of transfer, or a micro-byte
-        done = act[self.remaining[act] <= eps]
-        for slot in done:
+        for slot in self.rates.done(self.now):
             self.events += 1
-            self._complete(int(slot))
+            self._complete(slot)
 
     def _time_limit(self) -> float:
         if self.sc.engine.time_limit_s is not None:
@@ -353,7 +316,7 @@ class FlowEngine:
 
     def _wire_delivered(self, conn: _Conn) -> float:
         if conn.slot >= 0:  # still active (unfinished)
-            return conn.wire - max(float(self.remaining[conn.slot]), 0.0)
+            return conn.wire - max(self.rates.remaining_bytes(conn.slot, self.now), 0.0)
         return conn.delivered
 
     def _conservation_ok(self) -> bool:
@@ -361,7 +324,7 @@ class FlowEngine:
         per_host = np.zeros(self.fabric.num_hosts)
         for flow, conns in enumerate(self.conns):
             per_host[self.flows.src[flow]] += sum(self._wire_delivered(c) for c in conns)
-        on_links = self.link_bytes[self.fabric.host_uplink]
+        on_links = np.asarray(self.rates.link_bytes)[self.fabric.host_uplink]
         ok_links = np.allclose(on_links, per_host, rtol=1e-6, atol=1.0)
         ok_flows = all(
             abs(self._wire_delivered(c) - c.wire) <= 1e-6 * c.wire + 1.0

@@ -22,7 +22,6 @@ Defaults derived here (each overridable in the scenario):
 
 from __future__ import annotations
 
-import gc
 import math
 import time
 import warnings
@@ -34,7 +33,7 @@ import numpy as np
 from fabricsim import workloads
 from fabricsim.cc import CcParams, make_cc
 from fabricsim.config.models import Scenario
-from fabricsim.engine_api import EngineOutput, wire_bytes
+from fabricsim.engine_api import EngineOutput, collector_paused, wire_bytes
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
@@ -445,15 +444,8 @@ class PacketEngine:
         if self.sampler is not None:
             self.sampler.start()
         limit = self.time_limit_ps()
-        # perf: the loop creates no reference cycles worth collecting (packets are pooled,
-        # routes and PDCs live for the run); the cyclic collector would only walk them
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             self.sim.run(limit)
-        finally:
-            if collecting:
-                gc.enable()
         return self._output(time.perf_counter() - wall0)
 
     # -- output --------------------------------------------------------------------------------

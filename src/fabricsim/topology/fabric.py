@@ -93,6 +93,8 @@ class Fabric:
     _dist: np.ndarray | None = None  # (num_leaves, num_nodes) hops to each leaf
     _leaf_row: dict[int, int] = field(default_factory=dict)
     _groups: dict[int, np.ndarray] = field(default_factory=dict)
+    _leaf_groups: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    _fabric_links: np.ndarray | None = None  # usable switch-to-switch links, by (src, id)
     link_hop: list[str] = field(default_factory=list)  # label of the node each link reaches
 
     def __post_init__(self) -> None:
@@ -183,19 +185,32 @@ class Fabric:
         if switch == leaf:
             down = int(self.host_downlink[dst_host])
             return np.array([down] if self.usable(down) else [], dtype=np.int64)
+        start, links = self._groups_toward(leaf)
+        return links[start[switch] : start[switch + 1]]
+
+    def _groups_toward(self, leaf: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every switch's ECMP group toward ``leaf`` at once, as CSR (``start`` per node,
+        ``links``): a switch's out-links to a switch one hop closer, in link-id order (perf:
+        one array pass per leaf instead of a Python loop per switch)."""
+        hit = self._leaf_groups.get(leaf)
+        if hit is not None:
+            return hit
+        if self._fabric_links is None:
+            ok = np.array([self.usable(link) for link in range(self.num_links)], dtype=bool)
+            h = self.num_hosts
+            ok &= (self.link_src >= h) & (self.link_dst >= h)
+            cand = np.flatnonzero(ok)
+            self._fabric_links = cand[np.argsort(self.link_src[cand], kind="stable")]
         assert self._dist is not None
         dist = self._dist[self._leaf_row[leaf]]
-        here = dist[switch]
-        if here < 0:
-            return np.empty(0, dtype=np.int64)
-        links = [
-            int(link)
-            for link in self.out_links[switch]
-            if self.usable(int(link))
-            and self.link_dst[link] >= self.num_hosts
-            and dist[self.link_dst[link]] == here - 1
-        ]
-        return np.array(links, dtype=np.int64)
+        cand = self._fabric_links
+        here = dist[self.link_src[cand]]
+        sel = cand[(here >= 0) & (dist[self.link_dst[cand]] == here - 1)]
+        count = np.bincount(self.link_src[sel], minlength=self.num_nodes)
+        start = np.concatenate(([0], np.cumsum(count))).astype(np.int64)
+        hit = (start, sel.astype(np.int64))
+        self._leaf_groups[leaf] = hit
+        return hit
 
     def paths(self, src_host: int, dst_host: int) -> list[tuple[int, ...]]:
         """Every equal-cost path from ``src_host`` to ``dst_host`` as tuples of link ids."""

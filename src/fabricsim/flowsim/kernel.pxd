@@ -1,0 +1,88 @@
+# C types of flowsim/kernel.py for the compiled build (setup.py; the .py is the implementation).
+# Keep in step with kernel.py: every attribute the class sets, every method the engine calls.
+cimport cython
+
+cdef long long _CAP, _UNKNOWN
+cdef double _EPS, _DONE_S, _INF
+
+cdef class MaxMinKernel:
+    cdef public long long nlinks, pool_top, nl, epoch, lepoch, nlast, nchanged, cepoch
+    cdef public long long hsize, nactive, nseed, solves, global_solves, width, nslots
+    cdef public long long set_total, fill_rounds
+    cdef public double fallback
+    cdef public double[:] capacity, tol, link_bytes, lrem, ldem, ht
+    cdef public double[:] cap, rate, rtry, remaining, t_upd
+    cdef public long long[:] lstart, llen, lcap, pool_slot, pool_col, lmark, lbuf
+    cdef public long long[:] changed, cmark, hs, hv
+    cdef public long long[:] deg, bneck, version, smark, sbuf, seed
+    cdef public signed char[:] active, frozen
+    cdef public long long[:, :] links, pos
+    cdef public double[:, :] coef
+    cdef public list free
+
+    @cython.locals(n=cython.longlong, new=cython.longlong, start=cython.longlong,
+                   top=cython.longlong, i=cython.longlong, p=cython.longlong)
+    cdef _link_append(self, long long link, long long slot, long long col)
+    @cython.locals(start=cython.longlong, last=cython.longlong, p=cython.longlong,
+                   s2=cython.longlong, c2=cython.longlong)
+    cdef _link_remove(self, long long link, long long slot, long long col)
+    @cython.locals(d=cython.Py_ssize_t, c=cython.Py_ssize_t, link=cython.longlong)
+    cdef _attach(self, long long slot, long long[:] links, double[:] coefs)
+    @cython.locals(c=cython.Py_ssize_t, link=cython.longlong)
+    cdef _detach(self, long long slot)
+    cdef _mark_changed(self, long long link)
+    cdef _seed(self, long long slot)
+
+    @cython.locals(slot=cython.longlong)
+    cpdef long long add(self, long long[:] links, double[:] coefs, double cap_bps,
+                        double wire_bytes, double now)
+    cpdef reroute(self, long long slot, long long[:] links, double[:] coefs, double cap_bps,
+                  double now)
+    @cython.locals(left=cython.double, c=cython.Py_ssize_t)
+    cpdef remove(self, long long slot, double now)
+    cpdef double rate_bps(self, long long slot)
+    cpdef double remaining_bytes(self, long long slot, double now)
+    @cython.locals(dt=cython.double, r=cython.double, moved=cython.double, left=cython.double,
+                   sent=cython.double, c=cython.Py_ssize_t)
+    cdef _integrate(self, long long slot, double now)
+    @cython.locals(slot=cython.longlong)
+    cpdef finalize(self, double now)
+
+    cpdef advance(self, double now, double t, bint clamp)
+    @cython.locals(s=cython.longlong)
+    cpdef double next_done(self, double now)
+    @cython.locals(s=cython.longlong, out=list)
+    cpdef list done(self, double now)
+    @cython.locals(r=cython.double, t=cython.double, i=cython.longlong, up=cython.longlong,
+                   v=cython.longlong)
+    cdef _push_done(self, long long slot)
+    @cython.locals(n=cython.longlong, t=cython.double, s=cython.longlong, v=cython.longlong,
+                   i=cython.longlong, child=cython.longlong)
+    cdef _heap_pop(self)
+    @cython.locals(slot=cython.longlong)
+    cdef _heap_rebuild(self)
+
+    @cython.locals(ep=cython.longlong, n=cython.longlong, k=cython.longlong,
+                   s=cython.longlong, limit=cython.double, grown=cython.longlong)
+    cpdef settle(self, double now)
+    @cython.locals(n=cython.longlong, s=cython.longlong)
+    cdef long long _seed_all(self, long long ep)
+    @cython.locals(le=cython.longlong, k=cython.longlong, s=cython.longlong,
+                   c=cython.longlong, link=cython.longlong)
+    cdef _touch(self, long long n)
+    @cython.locals(k=cython.longlong, link=cython.longlong, used=cython.double,
+                   start=cython.longlong, p=cython.longlong, s=cython.longlong,
+                   live=cython.longlong, c=cython.longlong, step=cython.double)
+    cdef _waterfill(self, long long n, long long ep)
+    @cython.locals(grown=cython.longlong, k=cython.longlong, link=cython.longlong,
+                   start=cython.longlong, stop=cython.longlong, used=cython.double,
+                   max_s=cython.double, min_b=cython.double, others=cython.bint,
+                   p=cython.longlong, s=cython.longlong, a=cython.double, r=cython.double,
+                   sat=cython.bint, b=cython.longlong, bad=cython.bint)
+    cdef long long _check(self, long long n, long long ep)
+    @cython.locals(k=cython.longlong, s=cython.longlong, r=cython.double)
+    cdef _apply(self, long long n, double now)
+
+    @cython.locals(used=cython.double, start=cython.longlong, p=cython.longlong,
+                   s=cython.longlong)
+    cpdef double link_load_bps(self, long long link)
