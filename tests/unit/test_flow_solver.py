@@ -39,6 +39,21 @@ def _solve_all(k: MaxMinKernel) -> tuple[np.ndarray, np.ndarray]:
     return active, rates
 
 
+def _check_incidence(k: MaxMinKernel) -> None:
+    """Both directions of the incidence describe the same (slot, link) pairs."""
+    pairs = set()
+    for link in range(k.nlinks):
+        start = k.lstart[link]
+        for p in range(start, start + k.llen[link]):
+            s, c = int(k.pool_slot[p]), int(k.pool_col[p])
+            assert k.active[s] and k.links[s, c] == link and k.pos[s, c] == p - start
+            pairs.add((s, link))
+    rows = {
+        (s, int(k.links[s, c])) for s in range(k.nslots) if k.active[s] for c in range(k.deg[s])
+    }
+    assert pairs == rows
+
+
 def _random_links(rng: np.random.Generator, nlinks: int) -> tuple[np.ndarray, np.ndarray]:
     d = int(rng.integers(1, 6))
     links = rng.choice(nlinks, size=d, replace=False).astype(np.int64)
@@ -53,6 +68,8 @@ def test_kernel_rates_equal_a_global_solve_after_every_event(seed):
     capacity = rng.choice([10.0, 25.0, 40.0, 100.0], size=nlinks)
     capacity[rng.random(nlinks) < 0.05] = 0.0  # failed links
     k = MaxMinKernel(capacity, fallback=float(rng.choice([0.5, 2.0])))
+    k.pool_slot = np.zeros(8, dtype=np.int64)  # a tiny pool: segments move, the pool compacts
+    k.pool_col = np.zeros(8, dtype=np.int64)
     live: list[int] = []
     for _ in range(120):
         for _ in range(int(rng.integers(1, 4))):  # a batch of simultaneous changes
@@ -72,6 +89,8 @@ def test_kernel_rates_equal_a_global_solve_after_every_event(seed):
         assert np.allclose(got, want, rtol=1e-9, atol=1e-9), (got, want)
         for s in active:  # every connection knows its bottleneck (none is left unknown)
             assert k.bneck[s] == CAP or k.bneck[s] >= 0
+    _check_incidence(k)
+    assert np.asarray(k.pool_slot).size > 8  # segments moved, the pool compacted and grew
 
 
 def test_kernel_fills_weighted_links_like_progressive_filling():

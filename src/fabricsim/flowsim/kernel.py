@@ -94,8 +94,8 @@ class MaxMinKernel:
         self.lstart = np.zeros(self.nlinks, dtype=np.int64)
         self.llen = np.zeros(self.nlinks, dtype=np.int64)
         self.lcap = np.zeros(self.nlinks, dtype=np.int64)
-        self.pool_slot = np.zeros(1024, dtype=np.int64)
-        self.pool_col = np.zeros(1024, dtype=np.int64)
+        self.pool_slot = np.zeros(max(1024, 4 * self.nlinks), dtype=np.int64)
+        self.pool_col = np.zeros(max(1024, 4 * self.nlinks), dtype=np.int64)
         self.pool_top = 0
         # per-link scratch of settle()
         self.lmark = np.zeros(self.nlinks, dtype=np.int64)
@@ -207,18 +207,21 @@ class MaxMinKernel:
 
     def _compact(self, need: int) -> None:
         """Repack every link's segment at the start of a pool with room for ``need`` more."""
-        used = int(np.sum(self.lcap))
+        n = np.asarray(self.llen)
+        cap = np.asarray(self.lcap)
+        used = int(cap.sum())
         size = max(2 * (used + need), len(self.pool_slot))
+        start = np.concatenate(([0], np.cumsum(cap)[:-1])).astype(np.int64)
+        # perf: one gather for every entry (a loop over 400,000 links took a second at k = 64)
+        offset = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        old = np.repeat(np.asarray(self.lstart), n) + offset
+        new = np.repeat(start, n) + offset
         ps = np.zeros(size, dtype=np.int64)
         pc = np.zeros(size, dtype=np.int64)
-        top = 0
-        for link in range(self.nlinks):
-            start, n, c = self.lstart[link], self.llen[link], self.lcap[link]
-            ps[top : top + n] = self.pool_slot[start : start + n]
-            pc[top : top + n] = self.pool_col[start : start + n]
-            self.lstart[link] = top
-            top += c
-        self.pool_slot, self.pool_col, self.pool_top = ps, pc, top
+        ps[new] = np.asarray(self.pool_slot)[old]
+        pc[new] = np.asarray(self.pool_col)[old]
+        self.lstart = start
+        self.pool_slot, self.pool_col, self.pool_top = ps, pc, used
 
     def _attach(self, slot: int, links: np.ndarray, coefs: np.ndarray) -> None:
         d = len(links)

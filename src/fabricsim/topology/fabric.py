@@ -90,11 +90,14 @@ class Fabric:
     pod_of_node: np.ndarray  # pod index (fat tree) or -1
     out_links: list[np.ndarray] = field(default_factory=list)
     link_index: dict[str, int] = field(default_factory=dict)
-    _dist: np.ndarray | None = None  # (num_leaves, num_nodes) hops to each leaf
+    _dist: np.ndarray | None = None  # (num_leaves, switches) hops to each leaf
     _leaf_row: dict[int, int] = field(default_factory=dict)
     _groups: dict[int, np.ndarray] = field(default_factory=dict)
-    _leaf_groups: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    _fabric_links: np.ndarray | None = None  # usable switch-to-switch links, by (src, id)
+    _leaf_groups: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # usable switch-to-switch links by (src, id), their ends, whether each goes up a tier
+    _fabric_links: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    _n_up: np.ndarray | None = None  # usable up-links per node
+    _up: tuple[np.ndarray, np.ndarray] = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
     link_hop: list[str] = field(default_factory=list)  # label of the node each link reaches
 
     def __post_init__(self) -> None:
@@ -139,22 +142,26 @@ class Fabric:
 
     # -- routing ---------------------------------------------------------------------------
     def _distances(self) -> np.ndarray:
-        """Hops from every switch to every leaf over usable switch-to-switch links (-1: none).
+        """Hops from every switch to every leaf over usable switch-to-switch links (-1: none):
+        row = the leaf's row (``_leaf_row``), column = switch id - ``num_hosts`` (perf: no
+        host columns, which were 93 % of the table at k = 64: 580 MB).
 
         A breadth-first search from the leaves over the reversed links, one level per step on
         arrays of (leaf row, node) pairs, a block of leaves at a time so that a level's pairs
         stay within ``BFS_PAIRS`` (perf: no graph library to import, which cost a third of a
         second of every run's start).
         """
-        n, h = self.num_nodes, self.num_hosts
+        h = self.num_hosts
+        n = self.num_nodes - h
         ok = np.array([self.usable(link) for link in range(self.num_links)], dtype=bool)
         ok &= (self.link_src >= h) & (self.link_dst >= h)
-        # reversed links: into each node, from the nodes linked to it
+        # reversed links: into each switch, from the switches linked to it (ids - h)
         order = np.argsort(self.link_dst[ok], kind="stable")
-        into, frm = self.link_dst[ok][order], self.link_src[ok][order]
+        into = self.link_dst[ok][order].astype(np.int64) - h
+        frm = self.link_src[ok][order].astype(np.int64) - h
         first = np.searchsorted(into, np.arange(n))
         count = np.searchsorted(into, np.arange(n), side="right") - first
-        leaves = np.asarray(self.leaves, dtype=np.int64)
+        leaves = np.asarray(self.leaves, dtype=np.int64) - h
         dist = np.full((len(leaves), n), -1, dtype=np.int32)
         block = max(1, BFS_PAIRS // max(1, int(ok.sum())))  # a leaf visits each link once
         for lo in range(0, len(leaves), block):
@@ -168,7 +175,8 @@ class Fabric:
         group = self._groups.get(key)
         if group is None:
             group = self._compute_group(switch, dst_host)
-            self._groups[key] = group
+            if len(self._groups) < GROUP_CACHE:  # perf: bounded (k = 64 has 10^8 keys)
+                self._groups[key] = group
         return group
 
     def group_key(self, switch: int, dst_host: int) -> int:
@@ -185,30 +193,60 @@ class Fabric:
         if switch == leaf:
             down = int(self.host_downlink[dst_host])
             return np.array([down] if self.usable(down) else [], dtype=np.int64)
-        start, links = self._groups_toward(leaf)
-        return links[start[switch] : start[switch + 1]]
+        return self._group_toward_leaf(switch, leaf)
 
-    def _groups_toward(self, leaf: int) -> tuple[np.ndarray, np.ndarray]:
-        """Every switch's ECMP group toward ``leaf`` at once, as CSR (``start`` per node,
-        ``links``): a switch's out-links to a switch one hop closer, in link-id order (perf:
-        one array pass per leaf instead of a Python loop per switch)."""
+    def _group_toward_leaf(self, switch: int, leaf: int) -> np.ndarray:
+        exc, start, links = self._groups_toward(leaf)
+        i = int(np.searchsorted(exc, switch))
+        if i < len(exc) and exc[i] == switch:
+            return links[start[i] : start[i + 1]]
+        up_start, up_links = self._up
+        return up_links[up_start[switch] : up_start[switch + 1]]
+
+    def _switch_links(self) -> None:
+        """The usable switch-to-switch links sorted by (source, id), their ends, which of them
+        lead to a higher tier, and every switch's usable up-links as CSR (``_up``)."""
+        ok = np.array([self.usable(link) for link in range(self.num_links)], dtype=bool)
+        h = self.num_hosts
+        ok &= (self.link_src >= h) & (self.link_dst >= h)
+        cand = np.flatnonzero(ok)
+        cand = cand[np.argsort(self.link_src[cand], kind="stable")]
+        src, dst = self.link_src[cand].astype(np.int64), self.link_dst[cand].astype(np.int64)
+        up = self.node_tier[dst] > self.node_tier[src]
+        self._fabric_links = (cand, src, dst, up)
+        self._n_up = np.bincount(src[up], minlength=self.num_nodes)
+        start = np.concatenate(([0], np.cumsum(self._n_up))).astype(np.int64)
+        self._up = (start, cand[up].astype(np.int64))
+
+    def _groups_toward(self, leaf: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ECMP groups toward ``leaf`` that are not simply the switch's up-links: (the
+        switches, sorted; CSR ``start``; their links).
+
+        A switch's group is its out-links to a switch one hop closer, in link-id order.  For
+        most switches of a fabric and most leaves it is all of the switch's up-links, so only
+        the others are stored (perf: at k = 64 a full table per leaf was 1.1 MB, 2.3 GB in all;
+        one array pass per leaf finds them).
+        """
         hit = self._leaf_groups.get(leaf)
         if hit is not None:
             return hit
         if self._fabric_links is None:
-            ok = np.array([self.usable(link) for link in range(self.num_links)], dtype=bool)
-            h = self.num_hosts
-            ok &= (self.link_src >= h) & (self.link_dst >= h)
-            cand = np.flatnonzero(ok)
-            self._fabric_links = cand[np.argsort(self.link_src[cand], kind="stable")]
-        assert self._dist is not None
+            self._switch_links()
+        assert self._dist is not None and self._fabric_links is not None
+        cand, src, dst, up = self._fabric_links
         dist = self._dist[self._leaf_row[leaf]]
-        cand = self._fabric_links
-        here = dist[self.link_src[cand]]
-        sel = cand[(here >= 0) & (dist[self.link_dst[cand]] == here - 1)]
-        count = np.bincount(self.link_src[sel], minlength=self.num_nodes)
+        h = self.num_hosts
+        here = dist[src - h]
+        sel = (here >= 0) & (dist[dst - h] == here - 1)
+        n = self.num_nodes
+        n_sel = np.bincount(src[sel], minlength=n)
+        n_sel_up = np.bincount(src[sel & up], minlength=n)
+        special = (n_sel != self._n_up) | (n_sel_up != n_sel)
+        exc = np.flatnonzero(special).astype(np.int64)
+        keep = sel & special[src]
+        count = n_sel[exc]
         start = np.concatenate(([0], np.cumsum(count))).astype(np.int64)
-        hit = (start, sel.astype(np.int64))
+        hit = (exc, start, cand[keep].astype(np.int64))
         self._leaf_groups[leaf] = hit
         return hit
 
@@ -312,6 +350,10 @@ class Fabric:
         there = self.unloaded_delay_ps(path, mss_bytes + header_bytes)
         return there + self.unloaded_delay_ps(back, ack_bytes)
 
+
+GROUP_CACHE = 1 << 20
+"""Most ECMP groups :meth:`Fabric.ecmp_group` keeps (about 150 MB); past it, groups are sliced
+from the per-leaf tables on every call (a few microseconds)."""
 
 BFS_PAIRS = 1 << 19
 """Most (leaf, link) pairs one block of the leaf-distance search holds (about 30 MB)."""
