@@ -177,3 +177,39 @@ def test_a_registered_hash_method_is_used_by_the_hash_and_valid_in_config():
     assert "xorOnly" not in hashing.registered_hashes()
     with pytest.raises(ConfigError, match=r"switch\.hash_method: must be one of .*'xorOnly'"):
         fabricsim.load_scenario("ecmp-collision").with_overrides({"switch.hash_method": "xorOnly"})
+
+
+@pytest.mark.parametrize(
+    "name, over",
+    [
+        ("permutation", {"topology.k": 4}),
+        ("permutation", {"topology.k": 4, "topology.parallel_links": 2}),
+        (
+            "permutation",
+            {
+                "topology.k": 4,
+                "topology.failed_link_mode": "withdraw",
+                "topology.failed_links": ["edge0_0->agg0_0", "agg1_0->core0"],
+            },
+        ),
+        ("incast", {}),
+    ],
+)
+def test_port_paths_follow_the_ports_as_the_inverse_hash_does(name, over):
+    """Router.port_paths (ports followed stage by stage) against ports_per_path (every path,
+    every port): the same paths, in the same order, with the same port counts."""
+    import fabricsim
+    from fabricsim.runner import fabric_of, router_of
+
+    sc = fabricsim.load_scenario(name).with_overrides(over)
+    fab = fabric_of(sc)
+    router = router_of(sc, fab)
+    rng = np.random.default_rng(3)
+    for _ in range(12):
+        src, dst = (int(x) for x in rng.choice(fab.num_hosts, 2, replace=False))
+        ports = rng.choice(65536, size=int(rng.integers(1, 3000)), replace=False)
+        want = [
+            (path, int(np.isin(ports, members).sum()))
+            for path, members in router.ports_per_path(src, dst).items()
+        ]
+        assert router.port_paths(src, dst, ports) == [(p, n) for p, n in want if n]

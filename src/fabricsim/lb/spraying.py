@@ -43,6 +43,7 @@ from fabricsim.lb.registry import Method, Registry, describe_extras, help_of
 from fabricsim.routing.router import Path, Router
 
 WeightedPaths = list[tuple[Path, float]]
+_ALL_PORTS = np.arange(65536, dtype=np.int64)
 """Paths of a connection with the share of its bytes on each (shares sum to 1)."""
 
 
@@ -118,14 +119,8 @@ class PortSet(FluidForm):
         self.ports = (nic.starting_port_offset + np.arange(count)) % 65536
 
     def weights(self, router: Router, src: int, dst: int, src_port: int) -> WeightedPaths:
-        ports = self.ports
-        total = len(ports)
-        out = []
-        for path, members in router.ports_per_path(src, dst).items():
-            n = int(np.isin(ports, members, assume_unique=False).sum())
-            if n:
-                out.append((path, n / total))
-        return out
+        total = len(self.ports)
+        return [(path, n / total) for path, n in router.port_paths(src, dst, self.ports)]
 
     def first_entropy(self, src_port: int) -> int:
         return int(self.ports[0])
@@ -135,8 +130,7 @@ class AllPorts(FluidForm):
     """All 65,536 values equally: each path weighted by the share of ports that reach it."""
 
     def weights(self, router: Router, src: int, dst: int, src_port: int) -> WeightedPaths:
-        per_path = router.ports_per_path(src, dst)
-        return [(p, len(m) / 65536) for p, m in per_path.items() if len(m)]
+        return [(p, n / 65536) for p, n in router.port_paths(src, dst, _ALL_PORTS)]
 
 
 # -- packet forms and the registry ---------------------------------------------------------------

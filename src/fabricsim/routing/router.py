@@ -136,6 +136,44 @@ class Router:
                 stack.append((int(fab.link_dst[link]), (*path, int(link)), chosen))
         return out
 
+    def port_paths(self, src: int, dst: int, ports: np.ndarray) -> list[tuple[Path, int]]:
+        """The paths the source ``ports`` take from ``src`` to ``dst``, with how many ports
+        take each, in :meth:`Fabric.paths` order (lexicographic in link ids); ports that
+        dead-end are left out.
+
+        Splits the ports at every multi-member stage and follows each part (perf: only the
+        given ports are hashed, and no path is visited that none of them takes).
+        """
+        if not self.deterministic:
+            raise ConfigError("switch.hash_method=random has no inverse: members are per packet")
+        fab = self.fabric
+        ports = np.asarray(ports, dtype=np.int64)
+        crc = (np.uint32(self.base(src, dst)) ^ PORT_TABLE[ports]).astype(np.uint32)
+        first = int(fab.host_uplink[src])
+        out: list[tuple[Path, int]] = []
+        start = np.arange(len(ports))
+        stack: list[tuple[int, Path, np.ndarray]] = [(int(fab.link_dst[first]), (first,), start)]
+        while stack:  # depth first, member 0 first: the paths come out in Fabric.paths order
+            node, path, sel = stack.pop()
+            if node == dst:
+                out.append((path, len(sel)))
+                continue
+            group = fab.ecmp_group(node, dst)
+            if len(group) == 0:
+                continue
+            if len(group) == 1:
+                stack.append((int(fab.link_dst[group[0]]), (*path, int(group[0])), sel))
+                continue
+            tier = int(fab.node_tier[node])
+            h = switch_hash(crc[sel], self.method, int(self.salts[node]), tier)
+            members = (h % np.uint32(len(group))).astype(np.int64)
+            for m in range(len(group) - 1, -1, -1):
+                chosen = sel[members == m]
+                if len(chosen):
+                    link = int(group[m])
+                    stack.append((int(fab.link_dst[link]), (*path, link), chosen))
+        return out
+
     def stage_members(self, src: int, dst: int) -> list[np.ndarray]:
         """Member index chosen at each multi-member ECMP stage, for all 65,536 ports.
 
