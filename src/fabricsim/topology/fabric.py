@@ -98,6 +98,7 @@ class Fabric:
     _fabric_links: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
     _n_up: np.ndarray | None = None  # usable up-links per node
     _up: tuple[np.ndarray, np.ndarray] = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    _hop_cache: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
     link_hop: list[str] = field(default_factory=list)  # label of the node each link reaches
 
     def __post_init__(self) -> None:
@@ -320,13 +321,21 @@ class Fabric:
         >>> fab.unloaded_delay_ps(path, 4184) > fab.unloaded_delay_ps(path, 4184, first_hop=False)
         True
         """
-        total = 0
-        for hop, link in enumerate(links):
-            total += int(self.link_delay_ps[link])
-            if hop or first_hop:
-                rate = max(float(self.link_rate_bps[link]), 1.0)
-                total += int(transmit_ps(packet_bytes, rate))
-        return total
+        delay, serial = self._hop_ps(packet_bytes)
+        links = list(links)
+        total = sum(delay[link] for link in links)
+        return total + sum(serial[link] for link in (links if first_hop else links[1:]))
+
+    def _hop_ps(self, packet_bytes: int) -> tuple[list[int], list[int]]:
+        """Per link: propagation and one packet's serialization, whole picoseconds (as lists
+        of Python ints, computed once per packet size: perf, the flow engine asks per path)."""
+        hit = self._hop_cache.get(packet_bytes)
+        if hit is None:
+            rate = np.maximum(self.link_rate_bps.astype(np.float64), 1.0)
+            serial = transmit_ps(packet_bytes, rate).astype(np.int64)  # truncated, as int()
+            hit = (self.link_delay_ps.astype(np.int64).tolist(), serial.tolist())
+            self._hop_cache[packet_bytes] = hit
+        return hit
 
     def unloaded_latency_s(
         self, paths: Iterable[Sequence[int]], packet_bytes: int, *, worst: bool
