@@ -82,8 +82,13 @@ def serialization_ps(size_bytes: int, rate_bps: int) -> int:
     return -(-(size_bytes * 8 * PS_PER_S) // rate_bps)
 
 
-def transmit_ps(size_bytes: float, rate_bps: float) -> float:
-    """Time to put ``size_bytes`` on a link of ``rate_bps``, in float picoseconds (no rounding).
+@overload
+def transmit_ps(size_bytes: float, rate_bps: float) -> float: ...
+@overload
+def transmit_ps(size_bytes: float, rate_bps: np.ndarray) -> np.ndarray: ...
+def transmit_ps(size_bytes: float, rate_bps: float | np.ndarray) -> float | np.ndarray:
+    """Time to put ``size_bytes`` on a link of ``rate_bps``, in float picoseconds (no rounding;
+    numpy arrays of rates too).
 
     >>> transmit_ps(4184, 400e9)
     83680.0
