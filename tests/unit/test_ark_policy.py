@@ -16,6 +16,9 @@ from fabricsim.rng import stream
 from fabricsim.runner import fabric_of, router_of
 from fabricsim.workloads import generate
 
+pytestmark = pytest.mark.usefixtures("both_solvers")  # both flow solvers
+
+
 GB = 10**9
 
 

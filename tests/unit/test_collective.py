@@ -5,6 +5,9 @@ import pytest
 
 import fabricsim
 
+pytestmark = pytest.mark.usefixtures("both_solvers")  # both flow solvers
+
+
 BASE = {
     "topology": {
         "kind": "leaf_spine",

@@ -6,6 +6,8 @@ import pytest
 import fabricsim
 from fabricsim.errors import EngineRefusal
 
+pytestmark = pytest.mark.usefixtures("both_solvers")
+
 
 def test_time_limit_reports_unfinished_with_partial_bytes():
     sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"engine.time_limit_s": 40e-6})
@@ -75,11 +77,10 @@ def test_hash_random_is_even_split_per_stage():
     assert res.summary["step_efficiency"] == pytest.approx(1.0, rel=1e-9)
 
 
-@pytest.mark.parametrize("solver", ["incremental", "reference"])
-def test_conservation_is_checked_against_link_counters(monkeypatch, solver):
+def test_conservation_is_checked_against_link_counters(monkeypatch):
     from fabricsim.flowsim import engine as fe
 
-    sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"engine.flow_solver": solver})
+    sc = fabricsim.load_scenario("ecmp-collision")
     good = fabricsim.run(sc, engine="flow").summary
     assert good["bytes_conserved"] is True and good["link_counters_match_flows"] is True
     original = fe.FlowEngine._complete
@@ -95,20 +96,23 @@ def test_conservation_is_checked_against_link_counters(monkeypatch, solver):
     assert bad["bytes_conserved"] is False
 
 
-@pytest.mark.parametrize("solver", ["incremental", "reference"])
-def test_reroute_of_unroutable_connection_restores_its_cap(solver):
+def test_reroute_of_unroutable_connection_restores_its_cap(both_solvers):
     from fabricsim.flowsim.engine import FlowEngine, _Conn
     from fabricsim.lb import PolicyContext, make_policy
     from fabricsim.rng import stream
     from fabricsim.runner import fabric_of, router_of
     from fabricsim.workloads import generate
 
-    sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"engine.flow_solver": solver})
+    sc = fabricsim.load_scenario("ecmp-collision")
     fab = fabric_of(sc)
     router = router_of(sc, fab)
     flows = generate(sc, fab)
     policy = make_policy(PolicyContext(sc, fab, router, flows, stream(1, "policy")))
     eng = FlowEngine(sc, fab, router, flows, policy)
+    assert (
+        type(eng.rates).__name__
+        == {"incremental": "MaxMinKernel", "reference": "ReferenceRates"}[both_solvers]
+    )
     conn = _Conn(0, 0, 1000.0, None)
     eng.conns[0].append(conn)
     eng._activate(conn, 5e9)

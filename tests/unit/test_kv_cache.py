@@ -12,6 +12,9 @@ from fabricsim.runner import fabric_of
 from fabricsim.workloads.kv_cache import kv_cache, ttft_s
 from fabricsim.workloads.kv_models import RankZipf, default_gpu_model
 
+pytestmark = pytest.mark.usefixtures("both_solvers")  # both flow solvers
+
+
 ANALYTIC_MEAN_TOKENS = 13_302.534  # rank-Zipf theta 0.7 over 1,000 ... 52,600 tokens
 MIN_FLOW, MAX_FLOW = 131_072_000, 6_894_387_200  # 1,000 and 52,600 tokens x 128 KiB
 
