@@ -80,7 +80,7 @@ class FlowEngine:
             else MaxMinKernel(capacity, FALLBACK)
         )
         self.slot_conn: dict[int, _Conn] = {}
-        self._incidence: dict[int, _PathInfo] = {}
+        self._path_info: dict[int, _PathInfo] = {}
         self.now = 0.0
         self.events = 0
         self.heap: list[tuple[float, int, int, object]] = []
@@ -169,7 +169,7 @@ class FlowEngine:
     def _info(self, paths: WeightedPaths) -> _PathInfo:
         """What the engine needs of a set of weighted paths, computed once per set (perf: the
         resolver hands out the same list for every connection of a pair or port)."""
-        hit = self._incidence.get(id(paths))
+        hit = self._path_info.get(id(paths))
         if hit is not None and hit.paths is paths:
             return hit
         use: dict[int, float] = {}
@@ -187,7 +187,7 @@ class FlowEngine:
                 (path for path, _ in paths), self.mss + self.hdr, worst=True
             ),
         )
-        self._incidence[id(paths)] = info
+        self._path_info[id(paths)] = info
         return info
 
     def _top_count(self, conn: _Conn, delta: int) -> None:
