@@ -213,3 +213,42 @@ def test_port_paths_follow_the_ports_as_the_inverse_hash_does(name, over):
             for path, members in router.ports_per_path(src, dst).items()
         ]
         assert router.port_paths(src, dst, ports) == [(p, n) for p, n in want if n]
+
+
+@pytest.mark.parametrize(
+    "name, over",
+    [
+        ("permutation", {"topology.k": 4}),
+        ("permutation", {"topology.k": 4, "topology.parallel_links": 2}),
+        (
+            "permutation",
+            {
+                "topology.k": 4,
+                "topology.failed_link_mode": "withdraw",
+                "topology.failed_links": ["edge0_0->agg0_0", "agg1_0->core0", "core2->agg1_1"],
+            },
+        ),
+        ("permutation", {"topology.k": 4, "topology.failed_links": ["agg1_0->core0"]}),
+        ("ark", {}),
+    ],
+)
+def test_route_many_equals_route_one_by_one(name, over):
+    """The batch router (arrays, stage by stage) gives every 5-tuple the path route() gives
+    it, for every deterministic hash method, dead ends (None) and same-host pairs included."""
+    import fabricsim
+    from fabricsim.routing.hashing import registered_hashes
+    from fabricsim.runner import fabric_of, router_of
+
+    for method in registered_hashes():
+        if method == "random":
+            continue
+        sc = fabricsim.load_scenario(name).with_overrides({**over, "switch.hash_method": method})
+        fab = fabric_of(sc)
+        router = router_of(sc, fab)
+        rng = np.random.default_rng(5)
+        src, dst = rng.integers(0, fab.num_hosts, 400), rng.integers(0, fab.num_hosts, 400)
+        ports = rng.integers(0, 65536, 400)
+        want = [
+            router.route(int(a), int(b), int(p)) for a, b, p in zip(src, dst, ports, strict=True)
+        ]
+        assert router.route_many(src, dst, ports) == want

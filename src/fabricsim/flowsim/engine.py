@@ -250,6 +250,9 @@ class FlowEngine:
                 self.dependents[d].append(flow)
             if not dep:
                 self._push(float(f.start_s[flow]), _ARRIVAL, flow)
+        ports = self.policy.known_ports()
+        if ports is not None:  # perf: every flow's path in one batch
+            self.resolver.prefetch(f.src, f.dst, ports)
         limit = self._time_limit()
         with collector_paused():
             self._loop(limit)

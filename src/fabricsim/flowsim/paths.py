@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from fabricsim.config.models import Scenario
 from fabricsim.errors import EngineRefusal
 from fabricsim.lb.base import SPRAY_ALL
-from fabricsim.lb.spraying import PortSet, WeightedPaths, spraying_type
+from fabricsim.lb.spraying import OnePort, PortSet, WeightedPaths, spraying_type
 from fabricsim.routing.router import Path, Router
 
 __all__ = ["PathResolver", "WeightedPaths"]
@@ -51,6 +53,17 @@ class PathResolver:
             hit = self._compute(src, dst, src_port)
             self._cache[key] = hit
         return hit or None
+
+    def prefetch(self, src: np.ndarray, dst: np.ndarray, ports: np.ndarray) -> None:
+        """Resolve many connections ahead, in one batch, where each takes the one path its
+        port hashes to (``none`` spraying, deterministic hash); otherwise nothing to do."""
+        if not (isinstance(self.fluid, OnePort) and self.router.deterministic) or not len(src):
+            return
+        paths = self.router.route_many(src, dst, ports)
+        for s, d, p, path in zip(src.tolist(), dst.tolist(), ports.tolist(), paths, strict=True):
+            key = (s, d, p)
+            if key not in self._cache:  # the same list as _compute would give
+                self._cache[key] = [(path, 1.0)] if path is not None else []
 
     def _compute(self, src: int, dst: int, src_port: int) -> WeightedPaths:
         fab = self.router.fabric

@@ -83,6 +83,13 @@ class PathPolicy:
         f = self.ctx.flows
         return [Connection(int(f.size_bytes[flow]), int(f.src_port[flow]))]
 
+    def known_ports(self) -> np.ndarray | None:
+        """Every flow's one source port if the policy fixes them before the run (the flow
+        engine resolves their paths in one batch), else None."""
+        if type(self).connections is PathPolicy.connections:
+            return np.asarray(self.ctx.flows.src_port, dtype=np.int64)
+        return None
+
     def on_finish(self, flow: int) -> None:
         """Called when the flow has delivered its last byte."""
 
@@ -112,6 +119,9 @@ class RateCapPolicy:
         for c in conns:
             c.rate_cap_bps = min(c.rate_cap_bps, float(self.caps[flow]) * c.size_bytes / total)
         return conns
+
+    def known_ports(self) -> np.ndarray | None:
+        return self.inner.known_ports()
 
     def on_finish(self, flow: int) -> None:
         self.inner.on_finish(flow)

@@ -197,12 +197,18 @@ class Fabric:
         return self._group_toward_leaf(switch, leaf)
 
     def _group_toward_leaf(self, switch: int, leaf: int) -> np.ndarray:
-        exc, start, links = self._groups_toward(leaf)
+        exc, start, links = self.groups_toward(leaf)
         i = int(np.searchsorted(exc, switch))
         if i < len(exc) and exc[i] == switch:
             return links[start[i] : start[i + 1]]
         up_start, up_links = self._up
         return up_links[up_start[switch] : up_start[switch + 1]]
+
+    def up_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every node's usable up-links (to a higher tier) as CSR: (``start`` per node, links)."""
+        if self._fabric_links is None:
+            self._switch_links()
+        return self._up
 
     def _switch_links(self) -> None:
         """The usable switch-to-switch links sorted by (source, id), their ends, which of them
@@ -219,7 +225,7 @@ class Fabric:
         start = np.concatenate(([0], np.cumsum(self._n_up))).astype(np.int64)
         self._up = (start, cand[up].astype(np.int64))
 
-    def _groups_toward(self, leaf: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def groups_toward(self, leaf: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The ECMP groups toward ``leaf`` that are not simply the switch's up-links: (the
         switches, sorted; CSR ``start``; their links).
 
