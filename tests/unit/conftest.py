@@ -1,6 +1,11 @@
-"""Fixtures shared by the unit tests."""
+"""Fixtures shared by the unit tests; `from routing_cases import ...` works in this folder."""
+
+import sys
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
 
 
 @pytest.fixture(params=["incremental", "reference"])

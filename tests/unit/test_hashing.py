@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from routing_cases import ROUTING_FABRICS
 from scipy.stats import chisquare
 
 from fabricsim.config import TopologyConfig
@@ -179,22 +180,7 @@ def test_a_registered_hash_method_is_used_by_the_hash_and_valid_in_config():
         fabricsim.load_scenario("ecmp-collision").with_overrides({"switch.hash_method": "xorOnly"})
 
 
-@pytest.mark.parametrize(
-    "name, over",
-    [
-        ("permutation", {"topology.k": 4}),
-        ("permutation", {"topology.k": 4, "topology.parallel_links": 2}),
-        (
-            "permutation",
-            {
-                "topology.k": 4,
-                "topology.failed_link_mode": "withdraw",
-                "topology.failed_links": ["edge0_0->agg0_0", "agg1_0->core0"],
-            },
-        ),
-        ("incast", {}),
-    ],
-)
+@pytest.mark.parametrize(("name", "over"), ROUTING_FABRICS)
 def test_port_paths_follow_the_ports_as_the_inverse_hash_does(name, over):
     """Router.port_paths (ports followed stage by stage) against ports_per_path (every path,
     every port): the same paths, in the same order, with the same port counts."""
@@ -215,23 +201,7 @@ def test_port_paths_follow_the_ports_as_the_inverse_hash_does(name, over):
         assert router.port_paths(src, dst, ports) == [(p, n) for p, n in want if n]
 
 
-@pytest.mark.parametrize(
-    "name, over",
-    [
-        ("permutation", {"topology.k": 4}),
-        ("permutation", {"topology.k": 4, "topology.parallel_links": 2}),
-        (
-            "permutation",
-            {
-                "topology.k": 4,
-                "topology.failed_link_mode": "withdraw",
-                "topology.failed_links": ["edge0_0->agg0_0", "agg1_0->core0", "core2->agg1_1"],
-            },
-        ),
-        ("permutation", {"topology.k": 4, "topology.failed_links": ["agg1_0->core0"]}),
-        ("ark", {}),
-    ],
-)
+@pytest.mark.parametrize(("name", "over"), ROUTING_FABRICS)
 def test_route_many_equals_route_one_by_one(name, over):
     """The batch router (arrays, stage by stage) gives every 5-tuple the path route() gives
     it, for every deterministic hash method, dead ends (None) and same-host pairs included."""

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from routing_cases import ROUTING_FABRICS
 
 import fabricsim
 from fabricsim.config import TopologyConfig
@@ -176,23 +177,7 @@ def _groups_by_loop(f, switch: int, dst: int) -> list[int]:
     ]
 
 
-@pytest.mark.parametrize(
-    "name, over",
-    [
-        ("permutation", {"topology.k": 4}),
-        ("permutation", {"topology.k": 4, "topology.parallel_links": 2}),
-        (
-            "permutation",
-            {
-                "topology.k": 4,
-                "topology.failed_link_mode": "withdraw",
-                "topology.failed_links": ["edge0_0->agg0_0", "agg1_0->core0", "core2->agg1_1"],
-            },
-        ),
-        ("permutation", {"topology.k": 4, "topology.failed_links": ["agg1_0->core0"]}),
-        ("incast", {}),
-    ],
-)
+@pytest.mark.parametrize(("name", "over"), ROUTING_FABRICS)
 def test_vectorised_ecmp_groups_equal_the_definition(name, over):
     from fabricsim.runner import fabric_of
 

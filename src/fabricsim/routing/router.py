@@ -25,6 +25,7 @@ from fabricsim.routing.hashing import (
 from fabricsim.topology.fabric import Fabric
 
 Path = tuple[int, ...]
+_ALL_PORTS = np.arange(65536, dtype=np.int64)
 
 
 @dataclass(eq=False)
@@ -188,52 +189,37 @@ class Router:
         """
         if not self.deterministic:
             raise ConfigError("switch.hash_method=random has no inverse: members are per packet")
-        fab = self.fabric
-        out: dict[Path, np.ndarray] = {p: np.empty(0, dtype=np.int64) for p in fab.paths(src, dst)}
-        ports = np.arange(65536, dtype=np.int64)
-        crc = (np.uint32(self.base(src, dst)) ^ PORT_TABLE).astype(np.uint32)
-        first = int(fab.host_uplink[src])
-        stack: list[tuple[int, Path, np.ndarray]] = [(int(fab.link_dst[first]), (first,), ports)]
-        while stack:
-            node, path, sel = stack.pop()
-            if node == dst:
-                out[path] = np.sort(sel)
-                continue
-            group = fab.ecmp_group(node, dst)
-            if len(group) == 0:
-                continue
-            if len(group) == 1:
-                stack.append((int(fab.link_dst[group[0]]), (*path, int(group[0])), sel))
-                continue
-            tier = int(fab.node_tier[node])
-            h = switch_hash(crc[sel], self.method, int(self.salts[node]), tier)
-            members = (h % np.uint32(len(group))).astype(np.int64)
-            for m, link in enumerate(group):
-                chosen = sel[members == m]
-                stack.append((int(fab.link_dst[link]), (*path, int(link)), chosen))
+        out: dict[Path, np.ndarray] = {
+            p: np.empty(0, dtype=np.int64) for p in self.fabric.paths(src, dst)
+        }
+        for path, ports in self._split(src, dst, _ALL_PORTS):
+            out[path] = np.sort(ports)
         return out
 
     def port_paths(self, src: int, dst: int, ports: np.ndarray) -> list[tuple[Path, int]]:
         """The paths the source ``ports`` take from ``src`` to ``dst``, with how many ports
         take each, in :meth:`Fabric.paths` order (lexicographic in link ids); ports that
-        dead-end are left out.
-
-        Splits the ports at every multi-member stage and follows each part (perf: only the
-        given ports are hashed, and no path is visited that none of them takes).
-        """
+        dead-end are left out (perf: only the given ports are hashed, and no path is visited
+        that none of them takes)."""
         if not self.deterministic:
             raise ConfigError("switch.hash_method=random has no inverse: members are per packet")
+        return [(path, len(p)) for path, p in self._split(src, dst, np.asarray(ports))]
+
+    def _split(self, src: int, dst: int, ports: np.ndarray) -> list[tuple[Path, np.ndarray]]:
+        """(path, the ``ports`` on it) for every path some of them take, in :meth:`Fabric.paths`
+        order: the ports are split at every multi-member stage and each part followed, depth
+        first, member 0 first."""
         fab = self.fabric
-        ports = np.asarray(ports, dtype=np.int64)
+        ports = ports.astype(np.int64)
         crc = (np.uint32(self.base(src, dst)) ^ PORT_TABLE[ports]).astype(np.uint32)
         first = int(fab.host_uplink[src])
-        out: list[tuple[Path, int]] = []
+        out: list[tuple[Path, np.ndarray]] = []
         start = np.arange(len(ports))
         stack: list[tuple[int, Path, np.ndarray]] = [(int(fab.link_dst[first]), (first,), start)]
-        while stack:  # depth first, member 0 first: the paths come out in Fabric.paths order
+        while stack:
             node, path, sel = stack.pop()
             if node == dst:
-                out.append((path, len(sel)))
+                out.append((path, ports[sel]))
                 continue
             group = fab.ecmp_group(node, dst)
             if len(group) == 0:
