@@ -18,6 +18,7 @@ COMPILED = (
     "fabricsim.packetsim.core",
     "fabricsim.cc.base",
     "fabricsim.cc.nscc",
+    "fabricsim.cc.dcqcn",
     "fabricsim.lb.spraying",
     "fabricsim.lb.reps",
     "fabricsim.nic.pdc",

@@ -18,8 +18,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-DATA, HDR, ACK, NACK = 0, 1, 2, 3
-"""Packet kinds.  Anything but DATA is a header-sized control packet (priority queue)."""
+DATA, HDR, ACK, NACK, CNP = 0, 1, 2, 3, 4
+"""Packet kinds.  Anything but DATA is a header-sized control packet (priority queue); NACK
+is UET's NACK of a trimmed packet or RoCE's NAK (sequence error); CNP is RoCE's congestion
+notification (DCQCN)."""
 
 
 @contextmanager

@@ -37,8 +37,11 @@ def scenario(overrides: dict[str, Any], workload: dict[str, Any] | None = None) 
     if workload is not None:
         d["workload"] = dict(workload)
     for key, value in overrides.items():
-        section, name = key.split(".")
-        d.setdefault(section, {})[name] = value
+        *path, name = key.split(".")
+        node = d
+        for part in path:
+            node = node.setdefault(part, {})
+        node[name] = value
     return d
 
 
@@ -103,6 +106,8 @@ VARIANT_NEEDS: dict[tuple[str, str, str], dict[str, Any]] = {
     ("kv_cache", "prompt", "trace"): {"prompt_path": "@prompts"},
     ("kv_cache", "prompt", "zipf"): {"prompt_min_tokens": 50, "prompt_max_tokens": 200},
 }
+# The keys a congestion controller needs to run at all (DCQCN reacts to RoCE's CNPs).
+CC_NEEDS: dict[str, dict[str, Any]] = {"dcqcn": {"nic.transport": "roce"}}
 # The knobs a path policy needs to do something beyond the default (more than one QP, each on its
 # own path: PDC groups would give a peer's QPs one entropy value, and the run warns so).
 POLICY_KNOBS: dict[str, dict[str, Any]] = {

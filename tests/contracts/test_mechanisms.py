@@ -33,6 +33,7 @@ from typing import Any, get_args
 import pandas as pd
 import pytest
 from contract_cases import (
+    CC_NEEDS,
     POLICY_KNOBS,
     SMALL_WORKLOADS,
     VARIANT_FIELDS,
@@ -62,6 +63,17 @@ FLOW_COLUMNS = [
     "path",
     "entropy",
 ]
+
+# Transport and lossless-fabric variants (the transport's Literal values and their options).
+TRANSPORT_KEYS: dict[tuple[str, str], dict[str, Any]] = {
+    ("nic.transport", "roce"): {"nic.transport": "roce"},
+    ("nic.roce.retransmit", "selective"): {
+        "nic.transport": "roce",
+        "nic.roce.retransmit": "selective",
+    },
+    ("switch.pfc", "true"): {"switch.pfc": True},
+    ("nic.transport", "roce-lossy"): {"nic.transport": "roce", "switch.pfc": False},
+}
 
 # (engine, key, value) -> why it fails its contract today.  Each is a finding for the lead,
 # kept visible as a strict xfail (it turns the suite red once fixed, so remove it then).
@@ -114,7 +126,12 @@ def _cases() -> Iterator[Any]:
             for m in caps.switch_methods
         ]
         if _reads(caps, "nic.cc"):
-            rows += [("nic.cc", c, {"nic.cc": c}, None) for c in registered_cc()]
+            rows += [
+                ("nic.cc", c, {"nic.cc": c, **CC_NEEDS.get(c, {})}, None) for c in registered_cc()
+            ]
+        for (key, value), overrides in TRANSPORT_KEYS.items():  # on engines that read them
+            if all(_reads(caps, k) for k in ("nic.transport", "switch.pfc")):
+                rows += [(key, value, overrides, None)]
         rows += [("engine.flow_model", f, {"engine.flow_model": f}, None) for f in caps.flow_models]
         rows += [("records", r, {f"records.{r}": True}, None) for r in caps.records]
         for kind in caps.workloads:

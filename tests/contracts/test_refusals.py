@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any, Literal, get_args, get_origin
 
 import pytest
-from contract_cases import SMALL_WORKLOADS, scenario
+from contract_cases import CC_NEEDS, SMALL_WORKLOADS, scenario
 
 import fabricsim
 import fabricsim.cc  # noqa: F401  (registers every CC)
@@ -123,7 +123,8 @@ def test_every_declared_workload_has_a_builder() -> None:
 
 @pytest.mark.parametrize("name", registered_cc())
 def test_every_registered_cc_is_selectable(name: str) -> None:
-    fabricsim.load_scenario(scenario({"nic.cc": name}))  # a ConfigError here: config closes it
+    # a ConfigError here: config closes it (with what the controller needs, CC_NEEDS)
+    fabricsim.load_scenario(scenario({"nic.cc": name, **CC_NEEDS.get(name, {})}))
 
 
 @pytest.mark.parametrize("name", sorted(registered_policies()))
@@ -135,4 +136,5 @@ def test_every_registered_policy_is_selectable(name: str) -> None:
     ("key", "name"), [(key, name) for key in POINTS for name in registered_names(key)]
 )
 def test_every_registered_name_is_selectable(key: str, name: str) -> None:
-    fabricsim.load_scenario(scenario({key: name}))
+    needs = CC_NEEDS.get(name, {}) if key == "nic.cc" else {}
+    fabricsim.load_scenario(scenario({key: name, **needs}))

@@ -37,6 +37,31 @@ RUNS: dict[str, tuple[str, dict, str]] = {
         {"topology.k": 4, "workload.senders": 6, "workload.size_bytes": 200_000},
         "packet",
     ),
+    "incast-k4-roce-packet": (
+        "incast",
+        {
+            "topology.k": 4,
+            "topology.hosts_per_edge": 5,
+            "workload.senders": 32,
+            "workload.size_bytes": 300_000,
+            "nic.transport": "roce",
+            "records.port_stats": True,
+            "records.timelines": True,
+            "records.uet_transport_stats": True,
+        },
+        "packet",
+    ),
+    "permutation-k4-roce-spray-packet": (
+        "permutation",
+        {
+            "topology.k": 4,
+            "workload.size_bytes": 200_000,
+            "nic.transport": "roce",
+            "nic.packet_spraying_type": "oblivious",
+            "switch.pfc": False,
+        },
+        "packet",
+    ),
     "ark-40-ark-flow": ("ark", {"workload.requests": 40, "lb.policy": "ark"}, "flow"),
     "moe-small-packet": (
         "moe",

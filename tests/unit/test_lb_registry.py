@@ -187,5 +187,5 @@ def test_a_registered_policy_and_cc_are_valid_config() -> None:
     finally:
         unregister_policy("same_test")
         unregister_cc("cc_test")
-    with pytest.raises(ConfigError, match=r"^nic\.cc: must be one of constant, nscc \(got"):
+    with pytest.raises(ConfigError, match=r"^nic\.cc: must be one of constant, dcqcn, nscc \(got"):
         _sc(**{"nic.cc": "cc_test"})

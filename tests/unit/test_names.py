@@ -49,7 +49,7 @@ def test_a_fresh_interpreter_validates_with_every_registered_name() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("nic.cc", "cubic", "nic.cc: must be one of constant, nscc (got 'cubic')"),
+        ("nic.cc", "cubic", "nic.cc: must be one of constant, dcqcn, nscc (got 'cubic')"),
         (
             "switch.load_balancing_method",
             3,
@@ -76,7 +76,7 @@ def test_spraying_names_ignore_case_spaces_and_underscores_other_points_do_not()
         {"nic.PacketSprayingType": "REPS"}
     )
     assert sc.nic.packet_spraying_type == "reps"
-    with pytest.raises(ValueError, match="must be one of constant, nscc"):
+    with pytest.raises(ValueError, match="must be one of constant, dcqcn, nscc"):
         resolve_name("nic.cc", "NSCC")
 
 

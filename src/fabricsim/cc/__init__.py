@@ -8,11 +8,13 @@ from fabricsim.cc.base import (
     registered_cc,
     unregister_cc,
 )
+from fabricsim.cc.dcqcn import Dcqcn
 from fabricsim.cc.nscc import Nscc, NsccParams
 
 __all__ = [
     "CcParams",
     "CongestionControl",
+    "Dcqcn",
     "Nscc",
     "NsccParams",
     "make_cc",

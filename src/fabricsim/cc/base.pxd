@@ -8,3 +8,5 @@ cdef class CongestionControl:
                  long long inflight_bytes)
     cpdef on_nack(self, long long now_ps, long long nacked_bytes, object rtt_ps=*)
     cpdef on_timeout(self, long long now_ps)
+    cpdef on_cnp(self, long long now_ps)
+    cpdef on_send(self, long long now_ps, long long wire_bytes)

@@ -60,6 +60,12 @@ class CongestionControl:
     def on_timeout(self, now_ps: int) -> None:
         """A retransmission timeout."""
 
+    def on_cnp(self, now_ps: int) -> None:
+        """A congestion notification packet (RoCE's CNP) arrived."""
+
+    def on_send(self, now_ps: int, wire_bytes: int) -> None:
+        """A packet of ``wire_bytes`` leaves now (called only while ``pacing_bps`` is set)."""
+
 
 _CC: dict[str, Callable[[CcParams], CongestionControl]] = {}
 

@@ -59,7 +59,15 @@ WORKLOAD_KEYS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
     },
 }
 # Sections of keys one congestion-control algorithm reads (nic.cc).
-CC_SECTIONS = {"nic.nscc.": "nscc"}
+CC_SECTIONS = {"nic.nscc.": "nscc", "nic.dcqcn.": "dcqcn"}
+# Keys read only when a switch (key, value) holds: key -> (selector, value, what to say).
+SELECTED_KEYS: dict[str, tuple[str, Any]] = {
+    "nic.roce.retransmit": ("nic.transport", "roce"),
+    "nic.roce.nak_interval_us": ("nic.transport", "roce"),
+    "switch.pfc_xoff_bytes": ("switch.pfc", True),
+    "switch.pfc_xon_bytes": ("switch.pfc", True),
+    "switch.pfc_headroom_bytes": ("switch.pfc", True),
+}
 # Keys one switch load-balancing method reads.
 SWITCH_METHOD_KEYS = {
     "switch.flowlet_gap_us": "flowlet",
@@ -127,6 +135,17 @@ def check_keys_apply(
                 )
     _check_workload_keys(sc, varied)
     _check_cc_keys(sc, varied)
+    for key, (selector, wanted) in SELECTED_KEYS.items():
+        if (
+            selector not in varied
+            and _value(sc, selector) != wanted
+            and _set_to_other_than_default(sc, key)
+        ):
+            raise EngineRefusal(
+                f"{key}={_shown(_value(sc, key))} is read only when {selector} is "
+                f"{_shown(wanted)} (this run has {_shown(_value(sc, selector))}); remove it "
+                f"or set {selector}={_shown(wanted)}"
+            )
     if "lb.policy" in varied:
         return
     for key, policy in POLICY_KEYS.items():

@@ -27,6 +27,7 @@ from fabricsim.config.base import StrictModel
 from fabricsim.config.names import RegisteredName, has_trait
 from fabricsim.config.nscc import NsccConfig
 from fabricsim.config.overrides import apply_overrides
+from fabricsim.config.roce import ECN_MAX_PROB, DcqcnConfig, RoceConfig
 from fabricsim.config.workloads import WorkloadConfig
 from fabricsim.units import MAX_TIME_S
 
@@ -259,6 +260,19 @@ class NicConfig(_Model):
         default_factory=NsccConfig,  # type: ignore[arg-type]
         description="NSCC tuning (nic.nscc.*), read only by nic.cc: nscc",
     )
+    transport: Literal["uet", "roce"] = Field(
+        "uet",
+        description="uet: SACK, out-of-order placement, NACK on trim; roce: RoCEv2 RC, in-order "
+        "delivery, NAK + go-back-N (and, unset, switch.pfc true and nic.cc dcqcn)",
+    )
+    roce: RoceConfig = Field(
+        default_factory=RoceConfig,  # type: ignore[arg-type]
+        description="RoCEv2 RC transport (nic.roce.*), read only by nic.transport: roce",
+    )
+    dcqcn: DcqcnConfig = Field(
+        default_factory=DcqcnConfig,  # type: ignore[arg-type]
+        description="DCQCN tuning (nic.dcqcn.*), read only by nic.cc: dcqcn",
+    )
 
     @model_validator(mode="after")
     def _one_coalescing(self) -> NicConfig:
@@ -326,6 +340,38 @@ class SwitchConfig(_Model):
         False,
         description="packet engine: a degraded link's buffer, priority queue and ECN "
         "thresholds shrink with the fraction of its rate it keeps (htsim's -failed links)",
+    )
+    ecn_max_prob: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="ECN marking probability reached at ecn_max_bytes (RED P_max; above it "
+        "every packet is marked); unset under nic.transport roce: 0.01",
+    )
+    pfc: bool = Field(
+        False,
+        description="priority flow control: data is lossless (paused, never dropped or "
+        "trimmed); unset, true under nic.transport roce",
+    )
+    pfc_xoff_bytes: int | None = Field(
+        None,
+        ge=1,
+        le=1 << 40,
+        description="PFC: an ingress port holding this many bytes pauses its upstream sender; "
+        "null: the port's buffer less the headroom",
+    )
+    pfc_xon_bytes: int | None = Field(
+        None,
+        ge=0,
+        le=1 << 40,
+        description="PFC: ... and resumes it at or below this many (null: XOFF - 2 packets)",
+    )
+    pfc_headroom_bytes: int | None = Field(
+        None,
+        ge=0,
+        le=1 << 40,
+        description="PFC: bytes accepted above XOFF while the pause travels; beyond, a packet "
+        "is dropped (null: 2 x rate x delay + 3 packets)",
     )
 
     @model_validator(mode="after")
@@ -398,6 +444,27 @@ class Scenario(_Model):
             "lb.policy", self.lb.policy, ONE_PATH_PER_FLOW
         ):
             nic._derive("packet_spraying_type", "none")
+        return self
+
+    @model_validator(mode="after")
+    def _roce_defaults(self) -> Scenario:
+        """``nic.transport: roce`` brings PFC and DCQCN unless the scenario sets them
+        (:mod:`fabricsim.config.roce` lists every RoCE default)."""
+        nic, sw = self.nic, self.switch
+        if nic.transport == "roce":
+            if "cc" not in nic.model_fields_set:
+                nic._derive("cc", "dcqcn")
+            if "pfc" not in sw.model_fields_set:
+                sw._derive("pfc", True)
+            if "ecn_max_prob" not in sw.model_fields_set:
+                sw._derive("ecn_max_prob", ECN_MAX_PROB)
+            if "trimming" not in sw.model_fields_set:
+                sw._derive("trimming", False)  # RoCE NICs cannot use a trimmed header
+        if nic.cc == "dcqcn" and nic.transport != "roce":
+            raise ValueError(
+                "nic.cc: dcqcn reacts to CNPs, which only the RoCE receiver sends; set "
+                "nic.transport=roce (or another nic.cc)"
+            )
         return self
 
     _varied_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)

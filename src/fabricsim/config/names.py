@@ -29,7 +29,7 @@ True
 ...     resolve_name("nic.cc", "cubic")
 ... except ValueError as exc:
 ...     print(exc)
-must be one of constant, nscc (got 'cubic')
+must be one of constant, dcqcn, nscc (got 'cubic')
 """
 
 from __future__ import annotations

@@ -141,6 +141,9 @@ PACKET_ONLY_KEYS = (
     "switch.ecn_min_bytes",
     "switch.ecn_max_bytes",
     "switch.header_buffer_bytes",
+    "switch.ecn_max_prob",
+    "nic.transport",
+    "switch.pfc",
 )
 
 FLOW = EngineCapabilities(

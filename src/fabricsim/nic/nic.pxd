@@ -20,14 +20,25 @@ cdef class Nic:
     cdef public Sim sim
     cdef public PacketPool pool
     cdef public long long ctrl_run, ctrl_per_data
+    cdef public long long cnps_sent, cnps_received, naks_received, nak_ps, cnp_ps
+    cdef public bint selective
 
     cpdef activate(self, Pdc pdc)
     cpdef Packet pull(self)
     @cython.locals(pdc=Pdc, pkt=Packet)
     cpdef Packet _next_data(self)
     # psn, cum and base stay Python ints: they shift the receive bitmap (no 64-bit limit)
-    @cython.locals(pdc=Pdc, rx=RxState, urgent=cython.bint, t=cython.longlong,
-                   held=cython.longlong, route=Route)
+    @cython.locals(pdc=Pdc, rx=RxState, urgent=cython.bint, t=cython.longlong, route=Route)
     cpdef receive(self, Packet pkt)
     @cython.locals(pdc=Pdc)
     cpdef receive_ctrl(self, Packet pkt)
+    @cython.locals(pdc=Pdc, rx=RxState, urgent=cython.bint, now=cython.longlong)
+    cpdef receive_roce(self, Packet pkt)
+    cpdef bint _placed(self, Pdc pdc, RxState rx, Packet pkt)
+    cpdef bint _held(self, Packet pkt, RxState rx, bint urgent)
+    @cython.locals(held=cython.longlong)
+    cpdef _out_of_order(self, RxState rx, object offset)
+    cpdef _sack(self, Packet pkt, RxState rx, object psn, int kind)
+    cpdef _nak(self, Packet pkt, Pdc pdc, RxState rx, long long now)
+    @cython.locals(cnp=Packet)
+    cpdef _send_cnp(self, Pdc pdc, long long entropy)

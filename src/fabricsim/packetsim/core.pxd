@@ -2,6 +2,8 @@
 # Keep in step with core.py: every attribute a class sets, every method the hot path calls.
 cimport cython
 
+cdef class Port
+
 cdef class Packet:
     cdef public int kind
     cdef public object pdc
@@ -10,6 +12,7 @@ cdef class Packet:
     cdef public tuple hops
     cdef public int hop
     cdef public bint ecn, ar, last_hop
+    cdef public Port prev
 
 cdef class Route:
     cdef public tuple links, hops, ctrl_hops, tops
@@ -53,7 +56,10 @@ cdef class Port:
     cdef public long long tx_bytes, tx_pkts, marks, trims, drops, data_drops, peak
     cdef public object _complete
     cdef public dict lbrec
-    cdef public double tail_victim
+    cdef public double tail_victim, pmax
+    cdef public bint pfc, xoff_sent, paused
+    cdef public long long ing, xoff, xon, hroom, peak_ing, pause_len, pause_tok, refresh_tok
+    cdef public long long paused_since, pfc_pauses, pfc_paused_ps
     cpdef long long ser_ps(self, long long size)
     @cython.locals(now=cython.longlong, size=cython.longlong, t=cython.longlong,
                    h=cython.longlong, q=cython.longlong)
@@ -63,9 +69,16 @@ cdef class Port:
     @cython.locals(pkt=Packet, size=cython.longlong, t=cython.longlong, h=cython.longlong,
                    q=cython.longlong)
     cpdef complete(self, object _)
+    @cython.locals(up=Port, ing=cython.longlong)
+    cdef bint _pfc_admit(self, Packet pkt)
+    @cython.locals(up=Port)
+    cdef _pfc_release(self, Packet pkt)
+    cpdef _send_pause(self, bint xoff)
+    cpdef restart(self)
 
 cdef class HostPort(Port):
     cdef public object pull, ctrlq, activeq
     cpdef kick(self)
     @cython.locals(pkt=Packet)
     cpdef complete(self, object _)
+    cpdef restart(self)

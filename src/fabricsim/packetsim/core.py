@@ -47,7 +47,7 @@ class Packet:
 
     __slots__ = (
         "kind", "pdc", "src", "dst", "psn", "size", "payload", "entropy",
-        "hops", "hop", "ecn", "ts", "cack", "sbase", "sack", "ar", "last_hop",
+        "hops", "hop", "ecn", "ts", "cack", "sbase", "sack", "ar", "last_hop", "prev",
     )
 
     # fmt: on
@@ -65,6 +65,7 @@ class Packet:
         self.cack = 0  # ACK: every PSN below is received
         self.sbase = 0  # ACK: first PSN of the SACK bitmap (>= cack, covers the PSN answered)
         self.sack = 0  # ACK: bit j = PSN sbase + j received (64 bits)
+        self.prev: Port | None = None  # PFC: the port that sent it last (its ingress link)
 
 
 class Route:
@@ -287,6 +288,16 @@ class Port:
     ``kmin_bytes`` to 1 at ``kmax_bytes`` of data left queued.  A failed link drops everything
     (:meth:`fail`).  Serialization takes ``ceil(bytes x 8 / rate)`` ps; a packet reaches the
     next element ``delay_ps`` after its last bit left.
+
+    **PFC** (:meth:`set_pfc`): data is lossless.  A port object also stands for its link's far
+    end as an *ingress*: ``ing`` counts the data bytes that came over this link and wait in the
+    next switch's output queues (added when a packet is queued there, taken off when it starts
+    to leave).  At ``xoff`` bytes the far end sends this port an XOFF frame, at ``xon`` an XON;
+    each takes the link's delay to arrive.  A paused port sends control packets only (their
+    priority is not paused) and finishes the packet on the wire; an XOFF pauses for
+    ``pause_len`` ps (65,535 quanta) unless refreshed (every half of that while the ingress
+    stays above XON) or lifted by XON.  A packet that finds its ingress past ``xoff +
+    hroom`` (the headroom) is dropped: a headroom too small for the link shows up as drops.
     """
 
     # fmt: off
@@ -295,7 +306,9 @@ class Port:
         "sim", "link", "rate_bps", "delay_ps", "ppb", "q", "hq", "qbytes",
         "hbytes", "busy_until", "pending", "cap", "hcap", "kmin", "kmax", "trimming", "failed",
         "hdr", "rand", "tx_bytes", "tx_pkts", "marks", "trims", "drops", "data_drops", "peak",
-        "_complete", "lbrec", "tail_victim",
+        "_complete", "lbrec", "tail_victim", "pmax", "pfc", "ing", "xoff", "xon", "hroom",
+        "xoff_sent", "paused", "pause_len", "pause_tok", "refresh_tok", "paused_since",
+        "pfc_pauses", "pfc_paused_ps", "peak_ing",
     )
 
     # fmt: on
@@ -315,8 +328,10 @@ class Port:
         hdr_bytes: int,
         rand: Callable[[], float],
         tail_victim: float = 0.0,
+        ecn_max_prob: float = 1.0,
     ) -> None:
         self.sim = sim
+        self.pmax = ecn_max_prob  # marking probability at kmax (RED P_max)
         self.tail_victim = tail_victim  # chance a full queue trims its last packet instead
         self.link, self.rate_bps, self.delay_ps = link, float(rate_bps), int(delay_ps)
         rate = max(int(rate_bps), 1)
@@ -334,8 +349,20 @@ class Port:
         self.drops = self.data_drops = self.peak = 0
         self._complete = self.complete
         self.lbrec: dict[int, list[int]] = {}  # dst host -> [packets, bytes] (receive_counted)
+        self.pfc = self.xoff_sent = self.paused = False
+        self.ing = self.xoff = self.xon = self.hroom = self.peak_ing = 0
+        self.pause_len = self.pause_tok = self.refresh_tok = self.paused_since = 0
+        self.pfc_pauses = self.pfc_paused_ps = 0
         if failed:
             self.fail()
+
+    def set_pfc(self, xoff: int, xon: int, headroom: int, pause_ps: int) -> None:
+        """Make data lossless on this port and on its link's ingress (see the class notes)."""
+        self.pfc = True
+        self.xoff, self.xon, self.hroom, self.pause_len = xoff, min(xon, xoff), headroom, pause_ps
+        if not self.failed:
+            self.cap = 1 << 62  # the ingress thresholds bound the queue, not the port
+            self.trimming = False
 
     def ser_ps(self, size: int) -> int:
         """Serialization time of ``size`` bytes, ps (ceiling)."""
@@ -346,6 +373,10 @@ class Port:
     def fail(self) -> None:
         """The link fails now: queued packets are lost and every later arrival is dropped."""
         self.failed = True
+        if self.pfc:  # what it held no longer occupies the ingress it came from
+            for pkt in self.q:
+                self._pfc_release(pkt)
+            self.pfc = False
         for q in (self.q, self.hq):
             while q:
                 self.drop(q.popleft())
@@ -372,8 +403,10 @@ class Port:
 
     def receive(self, pkt: Packet) -> None:
         now = self.sim.now
-        if not self.pending and self.busy_until <= now:
+        if not self.pending and self.busy_until <= now and not self.paused:
             # perf: send() inlined -- the idle port starts the packet at once
+            if self.pfc:
+                pkt.prev = self
             size = pkt.size
             t = now + (size * self.ppb if self.ppb else self.ser_ps(size))
             self.busy_until = t
@@ -390,6 +423,14 @@ class Port:
                 return
             self.hq.append(pkt)
             self.hbytes += size
+        elif self.pfc:
+            if not self._pfc_admit(pkt):
+                return
+            q = self.qbytes + size
+            self.qbytes = q
+            self.q.append(pkt)
+            if q > self.peak:
+                self.peak = q
         elif self.qbytes + size > self.cap:
             if self.tail_victim and self.q and self.rand() < self.tail_victim:
                 pkt = self._swap_tail(pkt)
@@ -424,6 +465,8 @@ class Port:
 
     def send(self, pkt: Packet, now: int) -> None:
         """Start serializing ``pkt`` now; it reaches its next element a delay later."""
+        if self.pfc:
+            pkt.prev = self
         size = pkt.size
         t = now + (size * self.ppb if self.ppb else self.ser_ps(size))
         self.busy_until = t
@@ -441,16 +484,23 @@ class Port:
             pkt = self.hq.popleft()
             self.hbytes -= pkt.size
             q = self.qbytes
+        elif self.paused:  # PFC: data waits for the XON (or the pause to expire)
+            self.pending = False
+            return
         else:
             pkt = self.q.popleft()
             q = self.qbytes = self.qbytes - pkt.size
             # ECN at dequeue, RED-like on the data left queued
             if q > self.kmin and (
-                q >= self.kmax or self.rand() * (self.kmax - self.kmin) < q - self.kmin
+                q >= self.kmax
+                or self.rand() * (self.kmax - self.kmin) < self.pmax * (q - self.kmin)
             ):
                 if not pkt.ecn:
                     self.marks += 1
                 pkt.ecn = True
+            if self.pfc:
+                self._pfc_release(pkt)
+                pkt.prev = self
         # perf: send() inlined
         size = pkt.size
         t = self.sim.now + (size * self.ppb if self.ppb else self.ser_ps(size))
@@ -468,6 +518,81 @@ class Port:
     @property
     def queued_bytes(self) -> int:
         return self.qbytes + self.hbytes
+
+    # -- PFC: ``self`` is the ingress link's own port (the sender a pause stops) ----------------
+    def _pfc_admit(self, pkt: Packet) -> bool:
+        """Account a data packet queued here on the ingress it came from (False: dropped)."""
+        up = pkt.prev
+        if up is None:
+            return True
+        ing = up.ing + pkt.size
+        if ing > up.xoff + up.hroom:  # the headroom did not cover the pause's trip
+            self.drop(pkt)
+            return False
+        up.ing = ing
+        if ing > up.peak_ing:
+            up.peak_ing = ing
+        if ing >= up.xoff and not up.xoff_sent:
+            up._send_pause(True)
+        return True
+
+    def _pfc_release(self, pkt: Packet) -> None:
+        """A data packet leaves this port's queue: its ingress holds it no more."""
+        up = pkt.prev
+        if up is None:
+            return
+        up.ing -= pkt.size
+        if up.xoff_sent and up.ing <= up.xon:
+            up._send_pause(False)
+
+    def _send_pause(self, xoff: bool) -> None:
+        """The far end of this port's link sends it XOFF (or XON): it arrives a delay later."""
+        sim = self.sim
+        self.xoff_sent = xoff
+        self.refresh_tok += 1
+        sim.at(sim.now + self.delay_ps, self.on_pause, self.pause_len if xoff else 0)
+        if xoff:
+            sim.at(sim.now + self.pause_len // 2, self._refresh, self.refresh_tok)
+
+    def _refresh(self, tok: int) -> None:
+        """Half a pause later and still over XON: the far end repeats the XOFF."""
+        if tok != self.refresh_tok or not self.xoff_sent:
+            return
+        sim = self.sim
+        sim.at(sim.now + self.delay_ps, self.on_pause, self.pause_len)
+        sim.at(sim.now + self.pause_len // 2, self._refresh, tok)
+
+    def on_pause(self, pause_ps: int) -> None:
+        """A pause frame arrives: stop data for ``pause_ps`` (0: XON, resume now)."""
+        now = self.sim.now
+        if pause_ps:
+            self.pfc_pauses += 1
+            self.pause_tok += 1
+            if not self.paused:
+                self.paused = True
+                self.paused_since = now
+            self.sim.at(now + pause_ps, self._expire, self.pause_tok)
+        elif self.paused:
+            self._resume()
+
+    def _expire(self, tok: int) -> None:
+        if tok == self.pause_tok and self.paused:
+            self._resume()
+
+    def _resume(self) -> None:
+        self.paused = False
+        self.pfc_paused_ps += self.sim.now - self.paused_since
+        self.restart()
+
+    def restart(self) -> None:
+        """Data may leave again: start the queue if it waits."""
+        if (self.q or self.hq) and not self.pending:
+            self.pending = True
+            self.sim.at(max(self.busy_until, self.sim.now), self._complete)
+
+    def paused_ps(self, now: int) -> int:
+        """Total time this port has been paused by PFC up to ``now``, ps."""
+        return self.pfc_paused_ps + (now - self.paused_since if self.paused else 0)
 
 
 class HostPort(Port):
@@ -506,6 +631,9 @@ class HostPort(Port):
                 return
         self.pending = True
         self.sim.at(self.busy_until, self._complete)
+
+    def restart(self) -> None:
+        self.kick()
 
     def _lost(self, pkt: Packet, now: int) -> None:
         self.busy_until = now + self.ser_ps(pkt.size)

@@ -11,11 +11,16 @@ Defaults derived here (each overridable in the scenario):
 * base RTT: ``nic.initial_base_rtt_us`` (``auto``: the fabric's unloaded RTT);
 * port buffer: ``switch.buffer_bytes``, else ``switch.buffer_bdp`` x (port rate x base RTT);
   priority (header) queue: ``switch.header_buffer_bytes``, else the same size;
-* ECN: ``switch.ecn_min_bytes`` / ``ecn_max_bytes``, else 20 % / 80 % of the buffer; with
+* ECN: ``switch.ecn_min_bytes`` / ``ecn_max_bytes``, else 20 % / 80 % of the buffer (under
+  ``nic.transport: roce`` the DCQCN paper's thresholds scaled to the port's rate); with
   ``switch.scale_buffers_with_rate`` a degraded link's buffers and thresholds shrink with the
   fraction of its rate it keeps;
 * RTO: ``nic.rto_us``, else 2 x (max(base RTT, unloaded RTT) + the drain time of every full
-  switch buffer on the longest path): 8 x base RTT for a two-tier fabric at 1 BDP buffers;
+  switch buffer on the longest path): 8 x base RTT for a two-tier fabric at 1 BDP buffers
+  (PFC: a buffer is an ingress's XOFF + headroom; RoCE: at least 4 ms);
+* PFC (``switch.pfc``): thresholds per ingress link from :func:`fabricsim.config.roce.
+  pfc_thresholds` (XOFF = the port's buffer less the headroom, under RoCE twice its ECN
+  maximum; XON 2 packets lower);
 * time limit: ``engine.time_limit_s``, else last start + 4 x all wire bytes at the slowest
   host rate + the full RTO backoff ``rto x 2^(max_retries + 1)`` + 1 ms.
 """
@@ -33,13 +38,14 @@ import numpy as np
 from fabricsim import workloads
 from fabricsim.cc import CcParams, make_cc
 from fabricsim.config.models import Scenario
+from fabricsim.config.roce import RTO_FLOOR_US, dcqcn_ecn_bytes, pause_ps, pfc_thresholds
 from fabricsim.engine_api import EngineOutput, collector_paused, wire_bytes
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
 from fabricsim.lb.reps import exploration_window_packets
 from fabricsim.nic.nic import Nic
-from fabricsim.nic.pdc import NicEnv, Pdc
+from fabricsim.nic.pdc import NicEnv, Pdc, RocePdc
 from fabricsim.packetsim import records as rec
 from fabricsim.packetsim.core import (
     ACK,
@@ -197,6 +203,7 @@ class PacketEngine:
         for failure in sc.topology.link_failures:
             self.fail_link_at(failure.link, failure.at_s)
         self.nics = self._build_nics()
+        self._pdc_class = RocePdc if sc.nic.transport == "roce" else Pdc
         n = len(flows)
         self.pdcs: list[list[Pdc]] = [[] for _ in range(n)]
         self.pending = np.zeros(n, dtype=np.int64)
@@ -229,7 +236,8 @@ class PacketEngine:
             port = self.ports[int(fabric.host_uplink[h])]
             assert isinstance(port, HostPort)
             nics.append(Nic(self.env, h, port))
-        self.routes.nics.extend(n.receive for n in nics)
+        roce = sc.nic.transport == "roce"
+        self.routes.nics.extend(n.receive_roce if roce else n.receive for n in nics)
         self.routes.nic_ctrl.extend(n.receive_ctrl for n in nics)
         return nics
 
@@ -259,43 +267,66 @@ class PacketEngine:
                 2 * (self.mss + self.hdr),
             )
             hcap = sw.header_buffer_bytes or cap
-            kmin = sw.ecn_min_bytes if sw.ecn_min_bytes is not None else cap // 5
-            kmax = sw.ecn_max_bytes if sw.ecn_max_bytes is not None else cap * 4 // 5
+            kmin, kmax = cap // 5, cap * 4 // 5
+            if self.sc.nic.transport == "roce":
+                kmin, kmax = dcqcn_ecn_bytes(float(fab.link_nominal_bps[link]))
+            kmin = sw.ecn_min_bytes if sw.ecn_min_bytes is not None else kmin
+            kmax = sw.ecn_max_bytes if sw.ecn_max_bytes is not None else kmax
             kept = rate / float(fab.link_nominal_bps[link])
             if sw.scale_buffers_with_rate and kept < 1.0:  # never below one full packet
                 cap, hcap = (max(int(b * kept), self.mss + self.hdr) for b in (cap, hcap))
                 kmin, kmax = int(kmin * kept), int(kmax * kept)
+            buf = cap  # the link's buffer: its far end's ingress budget under PFC too
             cls = HostPort if fab.link_src[link] < fab.num_hosts else Port
             if cls is HostPort:
                 cap = hcap = 1 << 62  # the NIC pulls: nothing waits at its own port
-            ports.append(
-                cls(
-                    self.sim,
-                    link,
+            port = cls(
+                self.sim,
+                link,
+                rate,
+                int(fab.link_delay_ps[link]),
+                cap,
+                hcap,
+                kmin,
+                kmax,
+                sw.trimming,
+                bool(fab.link_failed[link]),
+                self.hdr,
+                rand,
+                sw.trim_last_queued,
+                sw.ecn_max_prob,
+            )
+            if sw.pfc:
+                xoff, xon, room = pfc_thresholds(
+                    buf,
                     rate,
                     int(fab.link_delay_ps[link]),
-                    cap,
-                    hcap,
-                    kmin,
-                    kmax,
-                    sw.trimming,
-                    bool(fab.link_failed[link]),
-                    self.hdr,
-                    rand,
-                    sw.trim_last_queued,
+                    self.mss + self.hdr,
+                    sw.pfc_xoff_bytes,
+                    sw.pfc_xon_bytes,
+                    sw.pfc_headroom_bytes,
+                    kmax if self.sc.nic.transport == "roce" else None,
                 )
-            )
+                port.set_pfc(xoff, xon, room, pause_ps(rate))
+            ports.append(port)
         return ports
 
     def _default_rto_ps(self) -> int:
         """2 x (RTT + the drain time of every full switch buffer on the longest path)."""
         fab = self.fabric
         paths = fab.paths(0, fab.num_hosts - 1) or fab.paths(0, 1)
+        ports = self.ports
         drain = sum(
-            self.ports[x].cap * 8 * PS_PER_S // max(int(fab.link_rate_bps[x]), 1)
+            (ports[x].xoff + ports[x].hroom if ports[x].pfc else ports[x].cap)
+            * 8
+            * PS_PER_S
+            // max(int(fab.link_rate_bps[x]), 1)
             for x in (paths[0][1:] if paths else ())
         )
-        return 2 * (max(self.base_rtt_ps, self.unloaded_rtt_ps) + drain)
+        rto = 2 * (max(self.base_rtt_ps, self.unloaded_rtt_ps) + drain)
+        if self.sc.nic.transport == "roce":
+            rto = max(rto, us_to_ps(RTO_FLOOR_US))
+        return rto
 
     def _setup_records(self, tops: int) -> None:
         r = self.sc.records
@@ -380,7 +411,7 @@ class PacketEngine:
             if c.src_port == SPRAY_ALL:
                 raise EngineRefusal("ideal spraying connections need the flow engine")
             cc = make_cc(self.sc.nic.cc, self._cc_params(src))
-            pdc = Pdc(
+            pdc = self._pdc_class(
                 self.env, nic, flow, i, dst, int(c.size_bytes), int(c.src_port), cc, c.rate_cap_bps
             )
             self.pdcs[flow].append(pdc)
@@ -465,7 +496,7 @@ class PacketEngine:
         nic_tot = {k: sum(n.stats()[k] for n in self.nics) for k in self.nics[0].stats()}
         queued = sum(1 for p in self.ports for q in (p.q, p.hq) for pkt in q if pkt.kind < ACK)
         on_wires = sum(1 for a in self.sim.pending_args() if isinstance(a, Packet) and a.kind < ACK)
-        return {
+        out: dict[str, Any] = {
             "events": int(self.sim.events),
             "packets_sent": sent,
             "packets_retransmitted": sum(p.retransmitted for p in all_pdcs),
@@ -484,6 +515,14 @@ class PacketEngine:
             "pdc_groups_created": nic_tot["pdc_groups_created"],
             "flows_failed": int(self.failed.sum()),
         }
+        if self.sc.nic.transport == "roce":
+            out["naks_received"] = nic_tot["naks_received"]
+            out["cnps_sent"] = nic_tot["cnps_sent"]
+        if self.sc.switch.pfc:
+            now = self.sim.now
+            out["pfc_pauses"] = sum(p.pfc_pauses for p in self.ports)
+            out["pfc_paused_s"] = ps_to_s(sum(p.paused_ps(now) for p in self.ports))
+        return out
 
     def _output(self, wall: float) -> EngineOutput:
         f = self.flows
@@ -569,7 +608,7 @@ class PacketEngine:
         if self.monitor is not None:
             out.tables["uet_monitor"] = rec.monitor_table(self.monitor)
         if r.port_stats:
-            out.tables["port_stats"] = rec.port_stats_table(fab, self.ports)
+            out.tables["port_stats"] = rec.port_stats_table(fab, self.ports, self.sim.now)
         if r.switch_lb_stats:
             out.tables["switch_lb_stats"] = rec.switch_lb_table(fab, self.ports, self.routes.group)
         if r.uet_transport_stats:

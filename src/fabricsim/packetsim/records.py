@@ -66,9 +66,14 @@ def monitor_table(rows: list[tuple]) -> pd.DataFrame:
     )
 
 
-def port_stats_table(fabric: Fabric, ports: Sequence[Port]) -> pd.DataFrame:
-    """One row per directed link's output port."""
-    return pd.DataFrame(
+def port_stats_table(fabric: Fabric, ports: Sequence[Port], now_ps: int = 0) -> pd.DataFrame:
+    """One row per directed link's output port.
+
+    With PFC, also: XOFF frames the port received (``pfc_pauses``), the time it was paused
+    (``pfc_paused_s``), and the peak bytes its link's far end held from it
+    (``peak_ingress_bytes``) with that ingress's ``pfc_xoff_bytes`` and headroom.
+    """
+    table = pd.DataFrame(
         {
             "link": fabric.link_names,
             "rate_bps": [p.rate_bps for p in ports],
@@ -82,6 +87,13 @@ def port_stats_table(fabric: Fabric, ports: Sequence[Port]) -> pd.DataFrame:
             "buffer_bytes": [p.cap for p in ports],
         }
     )
+    if any(p.pfc for p in ports):
+        table["pfc_pauses"] = [p.pfc_pauses for p in ports]
+        table["pfc_paused_s"] = [ps_to_s(p.paused_ps(now_ps)) for p in ports]
+        table["peak_ingress_bytes"] = [p.peak_ing for p in ports]
+        table["pfc_xoff_bytes"] = [p.xoff for p in ports]
+        table["pfc_headroom_bytes"] = [p.hroom for p in ports]
+    return table
 
 
 def switch_lb_table(fabric: Fabric, ports: Sequence[Port], group_of: Callable) -> pd.DataFrame:
@@ -142,7 +154,8 @@ class TimelineSampler:
     """Every ``interval_ps``: each link's utilization over the interval and its queue bytes.
 
     Links that stay idle with empty queues are left out (a row is kept for the first idle
-    sample after activity, so drops to zero show).
+    sample after activity, so drops to zero show).  With PFC a ``paused`` column gives the
+    fraction of the interval the link's port was paused.
     """
 
     def __init__(
@@ -164,6 +177,9 @@ class TimelineSampler:
         self.link_col, self.t_col = array("q"), array("d")
         self.util_col, self.queue_col = array("d"), array("q")
         self.spine_top, self.spine_t, self.spine_n = array("q"), array("d"), array("q")
+        self.pfc = any(p.pfc for p in ports)
+        self.last_paused = [0] * len(ports)
+        self.paused_col = array("d")
 
     def start(self) -> None:
         self.sim.at(self.interval, self.sample)
@@ -188,7 +204,14 @@ class TimelineSampler:
             self.last_bytes[i] = done
             queued = port.qbytes + port.hbytes
             active = sent > 1e-9 or queued > 0
+            if self.pfc:
+                paused = port.paused_ps(now)
+                frac = (paused - self.last_paused[i]) / self.interval
+                self.last_paused[i] = paused
+                active = active or frac > 0
             if active or self.was_active[i]:
+                if self.pfc:
+                    self.paused_col.append(frac)
                 util = max(sent, 0.0) * 8 / (float(nominal[i]) * secs)
                 link_col.append(i)
                 t_col.append(t_s)
@@ -212,12 +235,11 @@ class TimelineSampler:
     def tables(self) -> dict[str, pd.DataFrame]:
         names = self.fabric.link_names
         tops = [self.fabric.node_names[s] for s in self.fabric.top_switches]
-        links = _frame(
-            names,
-            ["link", "time_s", "utilization", "queue_bytes"],
-            self.link_col,
-            (self.t_col, self.util_col, self.queue_col),
-        )
+        columns = ["link", "time_s", "utilization", "queue_bytes"]
+        rest: tuple = (self.t_col, self.util_col, self.queue_col)
+        if self.pfc:
+            columns, rest = [*columns, "paused"], (*rest, self.paused_col)
+        links = _frame(names, columns, self.link_col, rest)
         spines = _frame(
             tops, ["spine", "time_s", "active_flows"], self.spine_top, (self.spine_t, self.spine_n)
         )

@@ -1,0 +1,185 @@
+"""Lossless RoCE keys and defaults, in one place: ``nic.roce.*``, ``nic.dcqcn.*``, the PFC keys.
+
+``nic.transport: roce`` alone gives a coherent lossless RoCEv2 setup.  Every default it brings
+is applied here (the scenario's own values always win):
+
+==============================  ==============================================================
+key (unset)                     under ``nic.transport: roce``
+==============================  ==============================================================
+``switch.pfc``                  ``true``: lossless data priority (no drops, no trimming)
+``nic.cc``                      ``dcqcn``
+``switch.trimming``             ``false`` (a RoCE NIC has no use for a trimmed header; with
+                                PFC on trimming never applies anyway)
+``switch.pfc_xoff_bytes``       per ingress port: 2 x the port's ECN maximum (1 MB at 100
+                                Gbps), so ECN marks every packet before PFC pauses (the
+                                paper's rule: K_max below the PFC threshold); without RoCE,
+                                PFC's XOFF is the port's buffer (``switch.buffer_bytes`` or
+                                ``buffer_bdp`` x BDP) less the headroom, at least 2 packets
+``switch.pfc_xon_bytes``        XOFF less 2 full packets
+``switch.pfc_headroom_bytes``   2 x the link's bytes in flight one way (rate x delay) + 3 full
+                                packets: the pause's trip, the packet on the wire up there, the
+                                one being received
+``switch.ecn_min_bytes``        5 KB x port rate / 40 Gbps (the DCQCN paper's thresholds at 40
+``switch.ecn_max_bytes``        Gbps, scaled with the rate); 200 KB x rate / 40 Gbps
+``switch.ecn_max_prob``         0.01 (the paper's P_max)
+``nic.rto_us``                  at least 4 ms (RoCE NICs time out in milliseconds; PFC queues
+                                can hold a packet far longer than the buffer's drain time)
+==============================  ==============================================================
+
+The DCQCN parameters and their sources are in :class:`DcqcnConfig` and ``docs/dcqcn.md``;
+PFC, the RC transport and what is modelled in ``docs/roce.md``.
+
+Examples
+--------
+>>> pfc_headroom_bytes(100e9, 1_000_000, 4184)
+37552
+>>> dcqcn_ecn_bytes(100e9)
+(12500, 500000)
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from fabricsim.config.base import StrictModel
+
+RTO_FLOOR_US = 4000.0
+"""RoCE: the automatic retransmission timeout is at least this long, us."""
+ECN_REFERENCE_BPS = 40e9
+ECN_MIN_AT_REFERENCE = 5_000
+ECN_MAX_AT_REFERENCE = 200_000
+ECN_MAX_PROB = 0.01
+PAUSE_QUANTA = 65535
+"""Quanta of an XOFF frame (802.1Qbb: 16 bits); one quantum is 512 bit times."""
+
+
+class RoceConfig(StrictModel):
+    """RoCEv2 reliable-connected transport (``nic.roce``), read only by ``nic.transport: roce``."""
+
+    retransmit: Literal["go_back_n", "selective"] = Field(
+        "go_back_n",
+        description="go_back_n: the receiver drops out-of-sequence packets and NAKs, the sender "
+        "resends from there; selective: out-of-order placement, holes resent (IRN-like)",
+    )
+    nak_interval_us: float = Field(
+        500.0,
+        gt=0,
+        le=1e6,
+        description="a receiver repeats a NAK for the same expected PSN only after this long, "
+        "us (ns-3 RDMA: 500)",
+    )
+
+
+class DcqcnConfig(StrictModel):
+    """DCQCN's knobs (``nic.dcqcn``), read only by ``nic.cc: dcqcn`` (``docs/dcqcn.md``)."""
+
+    cnp_interval_us: float = Field(
+        50.0, gt=0, le=1e6, description="NP: at most one CNP per QP per this long, us (paper N)"
+    )
+    g: float = Field(
+        1 / 256, gt=0, le=1, description="RP: alpha's EWMA gain (paper 1/256; ns-3 1/16)"
+    )
+    alpha_interval_us: float = Field(
+        55.0,
+        gt=0,
+        le=1e6,
+        description="RP: alpha decays by (1 - g) after each such period without a CNP, us "
+        "(paper K, ns-3)",
+    )
+    rate_timer_us: float = Field(
+        55.0,
+        gt=0,
+        le=1e6,
+        description="RP: a rate-increase event after each such period without a CNP, us "
+        "(paper T; ns-3's default is 1500)",
+    )
+    byte_counter_bytes: int | None = Field(
+        None,
+        ge=1,
+        le=1 << 40,
+        description="RP: a rate-increase event after each such many bytes sent (the paper's "
+        "B, 10 MB); null: the timer alone counts (ns-3)",
+    )
+    fast_recovery_steps: int = Field(
+        5, ge=0, le=1000, description="RP: increase events of fast recovery (paper F, ns-3)"
+    )
+    ai_mbps: float = Field(
+        40.0, ge=0, le=1e7, description="RP: additive increase of the target rate, Mb/s (paper)"
+    )
+    hai_mbps: float = Field(
+        400.0,
+        ge=0,
+        le=1e7,
+        description="RP: hyper increase of the target rate, Mb/s (10 x ai, ns-3's ratio)",
+    )
+    min_rate_mbps: float = Field(
+        100.0, gt=0, le=1e7, description="RP: the rate never falls below this, Mb/s (ns-3)"
+    )
+    initial_alpha: float = Field(1.0, ge=0, le=1, description="RP: alpha of a new QP")
+    clamp_target_rate: bool = Field(
+        False,
+        description="RP: every CNP sets the target rate to the current rate (paper); false: "
+        "not while CNPs follow each other with no increase event between (ns-3, NICs)",
+    )
+
+    @model_validator(mode="after")
+    def _hyper_not_below_additive(self) -> DcqcnConfig:
+        if self.hai_mbps < self.ai_mbps:
+            raise ValueError(
+                f"hai_mbps ({self.hai_mbps:g}) must be >= ai_mbps ({self.ai_mbps:g}): hyper "
+                "increase is the faster one"
+            )
+        return self
+
+
+def pfc_headroom_bytes(rate_bps: float, delay_ps: int, mtu_bytes: int) -> int:
+    """Bytes an ingress may still receive after it decides to pause its upstream port.
+
+    The XOFF frame takes the link's delay to arrive, the upstream port finishes the packet it
+    is sending, and what was on the wire keeps arriving: 2 x rate x delay + 3 full packets.
+    """
+    in_flight = int(rate_bps * delay_ps / 8e12 + 0.999999)
+    return 2 * in_flight + 3 * mtu_bytes
+
+
+def pfc_thresholds(
+    buffer_bytes: int,
+    rate_bps: float,
+    delay_ps: int,
+    mtu_bytes: int,
+    xoff: int | None,
+    xon: int | None,
+    headroom: int | None,
+    ecn_max_bytes: int | None = None,
+) -> tuple[int, int, int]:
+    """(XOFF, XON, headroom) of one ingress port in bytes, the keys' values or their defaults.
+
+    ``ecn_max_bytes`` (RoCE): XOFF defaults to twice it instead of the buffer less the headroom.
+
+    >>> pfc_thresholds(200_000, 100e9, 1_000_000, 4184, None, None, None)
+    (162448, 154080, 37552)
+    >>> pfc_thresholds(200_000, 100e9, 1_000_000, 4184, None, None, None, 500_000)
+    (1000000, 991632, 37552)
+    """
+    room = pfc_headroom_bytes(rate_bps, delay_ps, mtu_bytes) if headroom is None else headroom
+    if xoff is not None:
+        off = xoff
+    elif ecn_max_bytes is not None:
+        off = max(2 * ecn_max_bytes, 2 * mtu_bytes)
+    else:
+        off = max(buffer_bytes - room, 2 * mtu_bytes)
+    on = max(off - 2 * mtu_bytes, 0) if xon is None else min(xon, off)
+    return off, on, room
+
+
+def pause_ps(rate_bps: float) -> int:
+    """How long a full XOFF frame (65,535 quanta of 512 bit times) pauses a port, ps."""
+    return int(PAUSE_QUANTA * 512 * 1e12 / max(rate_bps, 1.0))
+
+
+def dcqcn_ecn_bytes(rate_bps: float) -> tuple[int, int]:
+    """The DCQCN paper's ECN thresholds (5 KB / 200 KB at 40 Gbps) scaled to ``rate_bps``."""
+    scale = rate_bps / ECN_REFERENCE_BPS
+    return int(ECN_MIN_AT_REFERENCE * scale), int(ECN_MAX_AT_REFERENCE * scale)
