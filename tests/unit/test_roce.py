@@ -119,6 +119,23 @@ def test_incast_with_pfc_and_dcqcn_is_lossless_and_keeps_the_receiver_busy():
     assert busy >= 0.95
 
 
+def test_dynamic_thresholds_pause_sooner_as_the_shared_buffer_fills():
+    def run(alpha: float) -> dict:
+        sc = load_scenario(INCAST).with_overrides(
+            {"switch.pfc_dynamic_alpha": alpha, "switch.pfc_shared_buffer_bytes": 4_000_000}
+        )
+        res = fabricsim.run(sc)
+        s = res.summary
+        assert s["flows_completed"] == 32 and s["packets_dropped"] == 0
+        _summary_conserved(s)
+        return {**s, "peak": int(res.tables["port_stats"]["peak_ingress_bytes"].max())}
+
+    tight, loose = run(0.125), run(8.0)
+    # alpha 1/8: an ingress pauses at 1/8 of the free 4 MB, far below the static 1 MB
+    assert tight["pfc_pauses"] > loose["pfc_pauses"] and tight["peak"] < loose["peak"]
+    assert tight["peak"] <= 0.125 * 4_000_000 + 37_552
+
+
 def test_incast_without_pfc_drops_and_goes_back_n():
     res = fabricsim.run(load_scenario(INCAST).with_overrides({"switch.pfc": False}))
     s = res.summary
@@ -277,6 +294,10 @@ def test_bad_roce_input_is_one_line():
         load_scenario({**INCAST, "nic": {"cc": "dcqcn"}})
     with pytest.raises(ConfigError, match="hai_mbps"):
         load_scenario({**INCAST, "nic": {"transport": "roce", "dcqcn": {"hai_mbps": 1.0}}})
+    with pytest.raises(ConfigError, match="pfc_xoff_bytes and pfc_dynamic_alpha both set"):
+        load_scenario(INCAST).with_overrides(
+            {"switch.pfc_dynamic_alpha": 1.0, "switch.pfc_xoff_bytes": 100_000}
+        )
     with pytest.raises(ConfigError, match="retransmit"):
         load_scenario({**INCAST, "nic": {"transport": "roce", "roce": {"retransmit": "gbn"}}})
     uet = load_scenario({**INCAST, "nic": {}}).with_overrides({"switch.pfc_xoff_bytes": 1000})

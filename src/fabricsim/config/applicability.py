@@ -67,6 +67,8 @@ SELECTED_KEYS: dict[str, tuple[str, Any]] = {
     "switch.pfc_xoff_bytes": ("switch.pfc", True),
     "switch.pfc_xon_bytes": ("switch.pfc", True),
     "switch.pfc_headroom_bytes": ("switch.pfc", True),
+    "switch.pfc_dynamic_alpha": ("switch.pfc", True),
+    "switch.pfc_shared_buffer_bytes": ("switch.pfc", True),
 }
 # Keys one switch load-balancing method reads.
 SWITCH_METHOD_KEYS = {

@@ -366,6 +366,20 @@ class SwitchConfig(_Model):
         le=1 << 40,
         description="PFC: ... and resumes it at or below this many (null: XOFF - 2 packets)",
     )
+    pfc_dynamic_alpha: float | None = Field(
+        None,
+        gt=0,
+        le=64,
+        description="PFC dynamic thresholds: an ingress pauses at alpha x the switch's free "
+        "shared buffer (XON 2 packets lower); null: the static pfc_xoff_bytes / pfc_xon_bytes",
+    )
+    pfc_shared_buffer_bytes: int | None = Field(
+        None,
+        ge=1,
+        le=1 << 44,
+        description="PFC dynamic thresholds: a switch's shared buffer, bytes (null: the sum of "
+        "its ingress links' buffers, switch.buffer_bytes or buffer_bdp x BDP each)",
+    )
     pfc_headroom_bytes: int | None = Field(
         None,
         ge=0,
@@ -373,6 +387,17 @@ class SwitchConfig(_Model):
         description="PFC: bytes accepted above XOFF while the pause travels; beyond, a packet "
         "is dropped (null: 2 x rate x delay + 3 packets)",
     )
+
+    @model_validator(mode="after")
+    def _one_pfc_threshold_kind(self) -> SwitchConfig:
+        if self.pfc_dynamic_alpha is not None:
+            for name in ("pfc_xoff_bytes", "pfc_xon_bytes"):
+                if getattr(self, name) is not None:
+                    raise ValueError(
+                        f"{name} and pfc_dynamic_alpha both set: PFC thresholds are static "
+                        "(pfc_xoff_bytes, pfc_xon_bytes) or dynamic (pfc_dynamic_alpha), not both"
+                    )
+        return self
 
     @model_validator(mode="after")
     def _ecn_ordered(self) -> SwitchConfig:

@@ -4,6 +4,11 @@ cimport cython
 
 cdef class Port
 
+cdef class SharedBuffer:
+    cdef public long long size, used, peak
+    cdef public double alpha
+    cpdef long long threshold(self)
+
 cdef class Packet:
     cdef public int kind
     cdef public object pdc
@@ -59,7 +64,8 @@ cdef class Port:
     cdef public double tail_victim, pmax
     cdef public bint pfc, xoff_sent, paused
     cdef public long long ing, xoff, xon, hroom, peak_ing, pause_len, pause_tok, refresh_tok
-    cdef public long long paused_since, pfc_pauses, pfc_paused_ps
+    cdef public long long paused_since, pfc_pauses, pfc_paused_ps, pause_at
+    cdef public SharedBuffer pool
     cpdef long long ser_ps(self, long long size)
     @cython.locals(now=cython.longlong, size=cython.longlong, t=cython.longlong,
                    h=cython.longlong, q=cython.longlong)
@@ -69,9 +75,10 @@ cdef class Port:
     @cython.locals(pkt=Packet, size=cython.longlong, t=cython.longlong, h=cython.longlong,
                    q=cython.longlong)
     cpdef complete(self, object _)
-    @cython.locals(up=Port, ing=cython.longlong)
+    @cython.locals(up=Port, ing=cython.longlong, pool=SharedBuffer, used=cython.longlong,
+                   xoff=cython.longlong)
     cdef bint _pfc_admit(self, Packet pkt)
-    @cython.locals(up=Port)
+    @cython.locals(up=Port, pool=SharedBuffer, xon=cython.longlong)
     cdef _pfc_release(self, Packet pkt)
     cpdef _send_pause(self, bint xoff)
     cpdef restart(self)

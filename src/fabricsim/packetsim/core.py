@@ -35,7 +35,8 @@ from fabricsim.units import PS_PER_S
 # fmt: off
 __all__ = [
     "ACK", "DATA", "HDR", "NACK",  # the packet kinds (defined in fabricsim.engine_api)
-    "DropSink", "HostPort", "Packet", "PacketPool", "Port", "RandomPool", "Route", "Sim",
+    "DropSink", "HostPort", "Packet", "PacketPool", "Port", "RandomPool", "Route", "SharedBuffer",
+    "Sim",
 ]
 # fmt: on
 
@@ -276,6 +277,25 @@ class Sim:
         self.hslot[i] = slot
 
 
+class SharedBuffer:
+    """A switch's buffer shared by its ingress ports (PFC's dynamic thresholds).
+
+    ``used`` counts the bytes its ingresses hold; an ingress pauses its upstream sender when it
+    holds ``alpha x (size - used)`` (the free buffer scaled by ``alpha``: the more the switch
+    holds, the sooner each ingress pauses), and a packet that would pass ``size`` is dropped.
+    """
+
+    __slots__ = ("size", "used", "alpha", "peak")
+
+    def __init__(self, size: int, alpha: float) -> None:
+        self.size, self.alpha = size, alpha
+        self.used = self.peak = 0
+
+    def threshold(self) -> int:
+        """The XOFF threshold of each of its ingresses now, bytes."""
+        return int(self.alpha * (self.size - self.used))
+
+
 class Port:
     """Output queue of one directed link: byte buffer, ECN at dequeue, trimming or drop-tail.
 
@@ -298,6 +318,8 @@ class Port:
     ``pause_len`` ps (65,535 quanta) unless refreshed (every half of that while the ingress
     stays above XON) or lifted by XON.  A packet that finds its ingress past ``xoff +
     hroom`` (the headroom) is dropped: a headroom too small for the link shows up as drops.
+    With a :class:`SharedBuffer` (``pool``: dynamic thresholds) XOFF is the pool's threshold at
+    the time, XON that less ``xon`` bytes, and the headroom counts from where the pause began.
     """
 
     # fmt: off
@@ -308,7 +330,7 @@ class Port:
         "hdr", "rand", "tx_bytes", "tx_pkts", "marks", "trims", "drops", "data_drops", "peak",
         "_complete", "lbrec", "tail_victim", "pmax", "pfc", "ing", "xoff", "xon", "hroom",
         "xoff_sent", "paused", "pause_len", "pause_tok", "refresh_tok", "paused_since",
-        "pfc_pauses", "pfc_paused_ps", "peak_ing",
+        "pfc_pauses", "pfc_paused_ps", "peak_ing", "pool", "pause_at",
     )
 
     # fmt: on
@@ -353,13 +375,23 @@ class Port:
         self.ing = self.xoff = self.xon = self.hroom = self.peak_ing = 0
         self.pause_len = self.pause_tok = self.refresh_tok = self.paused_since = 0
         self.pfc_pauses = self.pfc_paused_ps = 0
+        self.pool: SharedBuffer | None = None  # PFC's dynamic thresholds (None: static)
+        self.pause_at = 0  # bytes the ingress held when it paused (dynamic headroom)
         if failed:
             self.fail()
 
-    def set_pfc(self, xoff: int, xon: int, headroom: int, pause_ps: int) -> None:
-        """Make data lossless on this port and on its link's ingress (see the class notes)."""
+    def set_pfc(
+        self, xoff: int, xon: int, headroom: int, pause_ps: int, pool: SharedBuffer | None = None
+    ) -> None:
+        """Make data lossless on this port and on its link's ingress (see the class notes).
+
+        With ``pool`` (dynamic thresholds) ``xoff`` is unused and ``xon`` is the gap below the
+        pool's threshold at which the ingress resumes its sender."""
         self.pfc = True
         self.xoff, self.xon, self.hroom, self.pause_len = xoff, min(xon, xoff), headroom, pause_ps
+        self.pool = pool
+        if pool is not None:
+            self.xon = xon
         if not self.failed:
             self.cap = 1 << 62  # the ingress thresholds bound the queue, not the port
             self.trimming = False
@@ -526,13 +558,26 @@ class Port:
         if up is None:
             return True
         ing = up.ing + pkt.size
-        if ing > up.xoff + up.hroom:  # the headroom did not cover the pause's trip
-            self.drop(pkt)
-            return False
+        pool = up.pool
+        if pool is None:
+            if ing > up.xoff + up.hroom:  # the headroom did not cover the pause's trip
+                self.drop(pkt)
+                return False
+            xoff = up.xoff
+        else:
+            used = pool.used + pkt.size
+            if used > pool.size or (up.xoff_sent and ing > up.pause_at + up.hroom):
+                self.drop(pkt)
+                return False
+            pool.used = used
+            if used > pool.peak:
+                pool.peak = used
+            xoff = pool.threshold()
         up.ing = ing
         if ing > up.peak_ing:
             up.peak_ing = ing
-        if ing >= up.xoff and not up.xoff_sent:
+        if ing >= xoff and not up.xoff_sent:
+            up.pause_at = ing
             up._send_pause(True)
         return True
 
@@ -542,7 +587,13 @@ class Port:
         if up is None:
             return
         up.ing -= pkt.size
-        if up.xoff_sent and up.ing <= up.xon:
+        pool = up.pool
+        if pool is None:
+            xon = up.xon
+        else:
+            pool.used -= pkt.size
+            xon = pool.threshold() - up.xon
+        if up.xoff_sent and up.ing <= xon:
             up._send_pause(False)
 
     def _send_pause(self, xoff: bool) -> None:

@@ -20,7 +20,8 @@ Defaults derived here (each overridable in the scenario):
   (PFC: a buffer is an ingress's XOFF + headroom; RoCE: at least 4 ms);
 * PFC (``switch.pfc``): thresholds per ingress link from :func:`fabricsim.config.roce.
   pfc_thresholds` (XOFF = the port's buffer less the headroom, under RoCE twice its ECN
-  maximum; XON 2 packets lower);
+  maximum; XON 2 packets lower); with ``switch.pfc_dynamic_alpha`` a shared buffer per switch
+  (``switch.pfc_shared_buffer_bytes``, else the sum of its ingress links' buffers);
 * time limit: ``engine.time_limit_s``, else last start + 4 x all wire bytes at the slowest
   host rate + the full RTO backoff ``rto x 2^(max_retries + 1)`` + 1 ms.
 """
@@ -55,6 +56,7 @@ from fabricsim.packetsim.core import (
     PacketPool,
     Port,
     RandomPool,
+    SharedBuffer,
     Sim,
 )
 from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_member_choices
@@ -260,6 +262,7 @@ class PacketEngine:
     def _build_ports(self, rand: Callable[[], float]) -> list[Port]:
         fab, sw = self.fabric, self.sc.switch
         ports: list[Port] = []
+        budgets: list[int] = []  # each link's buffer (its far end's ingress budget)
         for link in range(fab.num_links):
             rate = float(fab.link_rate_bps[link])
             cap = sw.buffer_bytes or max(
@@ -309,7 +312,27 @@ class PacketEngine:
                 )
                 port.set_pfc(xoff, xon, room, pause_ps(rate))
             ports.append(port)
+            budgets.append(buf)
+        if sw.pfc and sw.pfc_dynamic_alpha is not None:
+            self._share_buffers(ports, budgets)
         return ports
+
+    def _share_buffers(self, ports: list[Port], budgets: list[int]) -> None:
+        """PFC dynamic thresholds: one :class:`SharedBuffer` per switch for the links into it."""
+        fab, sw = self.fabric, self.sc.switch
+        alpha = float(sw.pfc_dynamic_alpha or 1.0)
+        into: dict[int, list[int]] = {}
+        for link in range(fab.num_links):
+            node = int(fab.link_dst[link])
+            if node >= fab.num_hosts:  # a NIC takes what arrives: no ingress buffer
+                into.setdefault(node, []).append(link)
+        for links in into.values():
+            size = sw.pfc_shared_buffer_bytes or sum(budgets[x] for x in links)
+            pool = SharedBuffer(size, alpha)
+            for x in links:
+                p = ports[x]
+                gap = 2 * (self.mss + self.hdr)
+                p.set_pfc(int(alpha * size), gap, p.hroom, p.pause_len, pool)
 
     def _default_rto_ps(self) -> int:
         """2 x (RTT + the drain time of every full switch buffer on the longest path)."""
