@@ -105,8 +105,10 @@ def test_a_flow_spraying_type_has_fluid_weights_summing_to_one(name: str) -> Non
 def test_knobs_are_config_keys_and_agree_with_applicability() -> None:
     for m in METHODS:
         for key in m.knobs:
-            section, name = key.split(".")
+            section, *path, name = key.split(".")
             model = Scenario.model_fields[section].annotation
+            for part in path:  # a nested section (nic.plb.*)
+                model = model.model_fields[part].annotation  # type: ignore[union-attr]
             assert name in model.model_fields, f"{m.point}={m.name}: knob {key} is not a key"  # type: ignore[union-attr]
     knobs = {(m.point, m.name): set(m.knobs) for m in METHODS}
     tables = ((SWITCH_METHOD_KEYS, "switch.load_balancing_method"), (POLICY_KEYS, "lb.policy"))

@@ -124,7 +124,7 @@ def test_reps_recycles_the_entropy_of_a_last_hop_trim(monkeypatch):
             calls["nack"] += 1
             super().on_nack(entropy)
 
-    def counting_spraying(cfg, creator, rand, clock, window, freezing):
+    def counting_spraying(cfg, creator, rand, clock, window, freezing, base_rtt_ps=0):
         return Counting(
             cfg.reps_buffer_size_mask_bits, cfg.entropy_value_set_size, freezing, window, rand,
             clock,

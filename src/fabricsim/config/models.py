@@ -173,6 +173,37 @@ class LbConfig(_Model):
     dst_port: int = Field(4791, ge=0, le=65535, description="the well-known destination UDP port")
 
 
+class PlbConfig(StrictModel):
+    """PLB's knobs (``nic.plb``), read only by ``nic.packet_spraying_type: plb``; defaults as
+    the PLB paper's Linux implementation (``tcp_plb_*``)."""
+
+    congested_fraction: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="a round (one RTT of ACKs) is congested when at least this fraction of its "
+        "ACKed packets carry an ECN echo (tcp_plb_cong_thresh 128/256)",
+    )
+    rehash_rounds: int = Field(
+        12,
+        ge=1,
+        le=10_000,
+        description="repath after this many consecutive congested rounds (tcp_plb_rehash_rounds)",
+    )
+    idle_rehash_rounds: int = Field(
+        3,
+        ge=1,
+        le=10_000,
+        description="... or after this many if the connection has nothing in flight at that "
+        "moment (tcp_plb_idle_rehash_rounds)",
+    )
+    idle_only: bool = Field(
+        False,
+        description="repath only when the connection is idle (nothing in flight), as for "
+        "transports that need in-order delivery",
+    )
+
+
 class NicConfig(_Model):
     """UET-style NIC attributes (names and ranges as the UET spraying documentation)."""
 
@@ -259,6 +290,17 @@ class NicConfig(_Model):
     nscc: NsccConfig = Field(
         default_factory=NsccConfig,  # type: ignore[arg-type]
         description="NSCC tuning (nic.nscc.*), read only by nic.cc: nscc",
+    )
+    plb: PlbConfig = Field(
+        default_factory=PlbConfig,  # type: ignore[arg-type]
+        description="PLB tuning (nic.plb.*), read only by nic.packet_spraying_type: plb",
+    )
+    reroute_rtts: float = Field(
+        10.0,
+        gt=0,
+        le=1e6,
+        description="rod: the entropy changes at most once per this many base RTTs (on "
+        "congestion or loss)",
     )
     transport: Literal["uet", "roce"] = Field(
         "uet",

@@ -3,7 +3,8 @@
 * ``lb.policy``: :func:`~fabricsim.lb.base.register_policy`, ``registered_policies()``;
   modules ``base`` (ecmp), ``static`` (pinned, qp_scaling, ideal_spray), ``ark``.
 * ``nic.packet_spraying_type``: :func:`~fabricsim.lb.spraying.register_spraying`,
-  ``registered_spraying()``; modules ``spraying`` (none, default, oblivious), ``reps``.
+  ``registered_spraying()``; modules ``spraying`` (none, default, oblivious), ``reps``,
+  ``repath`` (plb, rod).
 * ``switch.load_balancing_method``: :func:`~fabricsim.lb.switch.register_switch_method`,
   ``registered_switch_methods()``; modules ``switch`` (ecmp), ``switch_adaptive``,
   ``switch_flowlet``, ``switch_spray``.
@@ -28,13 +29,14 @@ config keys keep their names (``entropy_value`` in the UET monitor, ``entropy_ma
 Examples
 --------
 >>> [m.name for m in registered_methods("nic.packet_spraying_type")]
-['none', 'default', 'oblivious', 'reps']
+['none', 'default', 'oblivious', 'plb', 'rod', 'reps']
 >>> [m.name for m in registered_methods("lb.policy") if "packet" not in m.engines]
 ['ideal_spray']
 """
 
 from fabricsim.lb import (  # noqa: F401  (each module registers its methods)
     ark,
+    repath,
     reps,
     spraying,
     static,

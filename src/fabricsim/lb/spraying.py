@@ -54,9 +54,13 @@ class Clock(Protocol):
 
 
 class PortOwner(Protocol):
-    """The PDC that created a group: its configured UDP source port (read live)."""
+    """The PDC that created a group: its configured UDP source port (read live), and its
+    progress (wire bytes in flight, packets acknowledged of all; PLB's idleness)."""
 
     src_port: int
+    inflight: int
+    acked_pkts: int
+    npkts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +68,9 @@ class SprayContext:
     """What a new PDC group's spraying state may use.
 
     ``creator`` is the PDC that created the group, ``rand`` the NIC's uniform [0, 1) draws,
-    ``clock`` the simulation, ``window_packets`` REPS's exploration window of this NIC and
-    ``freezing_timeout_ps`` ``nic.freezing_timeout_us`` in picoseconds.
+    ``clock`` the simulation, ``window_packets`` REPS's exploration window of this NIC,
+    ``freezing_timeout_ps`` ``nic.freezing_timeout_us`` in picoseconds and ``base_rtt_ps`` the
+    path's base RTT (``nic.initial_base_rtt_us`` or the unloaded RTT; PLB's round, ROD's hold).
     """
 
     nic: NicConfig
@@ -74,6 +79,7 @@ class SprayContext:
     clock: Clock
     window_packets: int
     freezing_timeout_ps: int
+    base_rtt_ps: int = 0
 
 
 # -- fluid forms ---------------------------------------------------------------------------------
@@ -228,9 +234,10 @@ def make_spraying(
     clock: Clock,
     window_packets: int,
     freezing_timeout_ps: int,
+    base_rtt_ps: int = 0,
 ) -> SprayingStrategy:
     """A fresh spraying state for a new PDC group (``nic.packet_spraying_type``)."""
-    ctx = SprayContext(nic, creator, rand, clock, window_packets, freezing_timeout_ps)
+    ctx = SprayContext(nic, creator, rand, clock, window_packets, freezing_timeout_ps, base_rtt_ps)
     return SPRAYING.get(nic.packet_spraying_type).for_group(ctx)
 
 

@@ -108,7 +108,13 @@ class Nic:
         if self._rand is None:
             self._rand = env.rand_of(self.host)
         return make_spraying(
-            env.cfg, creator, self._rand, env.sim, env.window_packets(self.host), env.freezing_ps
+            env.cfg,
+            creator,
+            self._rand,
+            env.sim,
+            env.window_packets(self.host),
+            env.freezing_ps,
+            env.base_rtt_ps,
         )
 
     def release(self, group: PdcGroup | None) -> None:

@@ -14,7 +14,7 @@ cdef class NicEnv:
     cdef public long long rto_ps, freezing_ps, mss, hdr, max_retries, coalesce, ctrl_per_data
     cdef public double fd_mult
     cdef public bint ack_by_bytes, ack_request, rto_backoff, recycle_last_hop, selective
-    cdef public long long nak_ps, cnp_ps
+    cdef public long long nak_ps, cnp_ps, base_rtt_ps
 
 cdef class RxState:
     cdef public long long cum, count, bytes, done_ps, unacked, dups, nak_psn, nak_at, cnp_at

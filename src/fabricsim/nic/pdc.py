@@ -80,7 +80,7 @@ class NicEnv:
         "sim", "routes", "rcache", "pool", "cfg", "rto_ps", "window_packets", "freezing_ps",
         "on_rx_done", "on_tx_failed", "rand_of", "monitor", "spine", "mss", "hdr",
         "max_retries", "fd_mult", "coalesce", "ack_by_bytes", "ack_request", "rto_backoff",
-        "ctrl_per_data", "recycle_last_hop", "selective", "nak_ps", "cnp_ps",
+        "ctrl_per_data", "recycle_last_hop", "selective", "nak_ps", "cnp_ps", "base_rtt_ps",
     )
 
     # fmt: on
@@ -99,7 +99,9 @@ class NicEnv:
         rand_of: Callable[[int], Callable[[], float]],  # host -> uniform draws
         monitor: list[tuple] | None = None,
         spine: Any = None,  # spine-flow recorder with touch(tops, flow), or None
+        base_rtt_ps: int = 0,  # the path's base RTT (PLB's round, ROD's hold)
     ) -> None:
+        self.base_rtt_ps = base_rtt_ps
         self.sim, self.routes, self.pool, self.cfg = sim, routes, pool, cfg
         self.rcache = routes.cache  # perf: the route cache itself (cleared in place only)
         self.rto_ps, self.window_packets, self.freezing_ps = rto_ps, window_packets, freezing_ps

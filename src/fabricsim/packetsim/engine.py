@@ -232,6 +232,7 @@ class PacketEngine:
             rand_of=lambda h: RandomPool(stream(sc.seed, f"nic/{h}"), block=256).random,
             monitor=self.monitor,
             spine=self.spine,
+            base_rtt_ps=self.base_rtt_ps,
         )
         nics = []
         for h in range(fabric.num_hosts):
