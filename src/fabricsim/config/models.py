@@ -88,6 +88,15 @@ class TopologyConfig(_Model):
     fabric_link_gbps: float = Field(
         100.0, ge=1e-6, le=1e5, description="switch-switch rate, Gbps (wins over link_gbps)"
     )
+    host_nic_gbps: (
+        list[Annotated[float, Field(ge=1e-6, le=1e5)]]
+        | dict[int, Annotated[float, Field(ge=1e-6, le=1e5)]]
+        | None
+    ) = Field(
+        None,
+        description="per-host NIC rates, Gbps: a list (one per host, in host order) or a map "
+        "{host index: Gbps} over host_link_gbps (mixed 200/400/800 Gbps clusters)",
+    )
     link_delay_us: float = Field(1.0, ge=0, le=1e6, description="propagation delay per link, us")
     failed_links: list[str] = Field(
         default_factory=list, description="link names, e.g. leaf0->spine1"

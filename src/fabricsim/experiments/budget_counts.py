@@ -47,7 +47,9 @@ class _Load:
 # -- counts from the config --------------------------------------------------------------------
 def _fabric(sc: Any) -> _Fabric:
     t = sc.topology
-    host_bps = max(float(t.host_link_gbps) * 1e9, 1.0)  # the builder's rates are whole bit/s
+    nics = t.host_nic_gbps or []
+    slowest = min([float(t.host_link_gbps), *(nics.values() if isinstance(nics, dict) else nics)])
+    host_bps = max(slowest * 1e9, 1.0)  # the builder's rates are whole bit/s; the slowest NIC
     fabric_bps = max(float(t.fabric_link_gbps) * 1e9, 1.0)
     if t.kind == "fat_tree":
         k = int(t.k)

@@ -121,20 +121,46 @@ def _fat_tree(d: _Draft, cfg: TopologyConfig, host_rate: float, fab_rate: float)
     return leaves, cores, per_edge * host_rate / (half * fab_rate)
 
 
+def _host_rates(cfg: TopologyConfig, num_hosts: int) -> dict[int, float]:
+    """``topology.host_nic_gbps`` as host -> bit/s (empty: every host at ``host_link_gbps``)."""
+    given = cfg.host_nic_gbps
+    if given is None:
+        return {}
+    if isinstance(given, list):
+        if len(given) != num_hosts:
+            raise ConfigError(
+                f"topology.host_nic_gbps: {len(given)} rates for {num_hosts} hosts; give one per "
+                "host, or a map {host index: Gbps}"
+            )
+        given = dict(enumerate(given))
+    bad = [h for h in given if not 0 <= h < num_hosts]
+    if bad:
+        raise ConfigError(
+            f"topology.host_nic_gbps: host {bad[0]} does not exist (hosts are 0..{num_hosts - 1})"
+        )
+    return {int(h): float(gbps_to_bps(g)) for h, g in given.items()}
+
+
 def _finish(d: _Draft, cfg: TopologyConfig, leaves, top, oversub, pods) -> Fabric:
     names = d.link_names
     index = {n: i for i, n in enumerate(names)}
     nominal = np.array(d.rate, dtype=np.float64)
+    src = np.array(d.src, dtype=np.int32)
+    dst = np.array(d.dst, dtype=np.int32)
+    tiers = np.array(d.tiers, dtype=np.int8)
+    num_hosts = int((tiers == HOST).sum())
+    per_host = _host_rates(cfg, num_hosts)
+    if per_host:
+        host_end = np.where(src < num_hosts, src, np.where(dst < num_hosts, dst, -1))
+        for at in np.flatnonzero(host_end >= 0):
+            nominal[at] = per_host.get(int(host_end[at]), nominal[at])
+        oversub = _oversubscription(nominal, src, dst, num_hosts, leaves)
     rate = nominal.copy()
     failed = np.zeros(len(names), dtype=bool)
     for name in cfg.failed_links:
         failed[_lookup(index, name, "topology.failed_links")] = True
     for name, frac in cfg.degraded_links.items():
         rate[_lookup(index, name, "topology.degraded_links")] *= frac
-    src = np.array(d.src, dtype=np.int32)
-    dst = np.array(d.dst, dtype=np.int32)
-    tiers = np.array(d.tiers, dtype=np.int8)
-    num_hosts = int((tiers == HOST).sum())
     uplink = np.zeros(num_hosts, dtype=np.int64)
     downlink = np.zeros(num_hosts, dtype=np.int64)
     host_leaf = np.zeros(num_hosts, dtype=np.int64)
@@ -167,6 +193,17 @@ def _finish(d: _Draft, cfg: TopologyConfig, leaves, top, oversub, pods) -> Fabri
         oversubscription=float(oversub),
         pod_of_node=np.array(pods, dtype=np.int64),
     )
+
+
+def _oversubscription(nominal, src, dst, num_hosts: int, leaves) -> float:
+    """The largest leaf's host capacity over its uplink capacity (one leaf: 1, a crossbar)."""
+    worst = 1.0 if len(leaves) <= 1 else 0.0
+    for leaf in leaves:
+        hosts = float(nominal[(dst == leaf) & (src < num_hosts)].sum())
+        up = float(nominal[(src == leaf) & (dst >= num_hosts)].sum())
+        if up > 0 and len(leaves) > 1:
+            worst = max(worst, hosts / up)
+    return worst
 
 
 def _lookup(index: dict[str, int], name: str, field_name: str) -> int:
