@@ -18,6 +18,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+ROUTE_KEY_HOSTS = 1 << 18
+"""The packet engine's route cache keys hold host indices below this (18 bits each)."""
+
+
+def route_key(src: int, dst: int) -> int:
+    """The route cache key of a host pair; OR an entropy value (26 bits: port and QP) into it.
+
+    >>> route_key(1, 2) | 7 == (((1 << 18) | 2) << 26) | 7
+    True
+    """
+    return ((src << 18) | dst) << 26
+
+
 DATA, HDR, ACK, NACK, CNP = 0, 1, 2, 3, 4
 """Packet kinds.  Anything but DATA is a header-sized control packet (priority queue); NACK
 is UET's NACK of a trimmed packet or RoCE's NAK (sequence error); CNP is RoCE's congestion

@@ -94,6 +94,12 @@ def ports(
     ] = None,
     src_host: Annotated[int | None, typer.Option("--src-host")] = None,
     dst_host: Annotated[int | None, typer.Option("--dst-host")] = None,
+    dst_qp: Annotated[
+        int,
+        typer.Option(
+            "--dst-qp", help="the destination QP (matters if switch.hash_fields has dst_qp)"
+        ),
+    ] = 0,
     set_: SetOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -103,7 +109,7 @@ def ports(
             raise ConfigError("--scenario needs --src-host and --dst-host")
         sc = scenario_from_options(scenario, set_, None)
         check_budget(sc, sc.engine.kind)  # the whole fabric is built: refuse bombs first
-        result = path_ports(sc, src_host, dst_host)
+        result = path_ports(sc, src_host, dst_host, dst_qp)
     elif paths is not None:
         result = stage_ports(
             paths,

@@ -40,6 +40,7 @@ SHAPE_KEYS = {
 POLICY_KEYS = {
     "lb.qp_count": "qp_scaling",
     "lb.qp_mode": "qp_scaling",
+    "lb.qp_field": "qp_scaling",
     "lb.ark_control_delay_us": "ark",
 }
 # Workload keys read only under some value of another key of the same workload:

@@ -180,6 +180,11 @@ class LbConfig(_Model):
         5.0, ge=0, le=1e6, description="ARK: RESERVE/RELEASE broadcast delay, us"
     )
     dst_port: int = Field(4791, ge=0, le=65535, description="the well-known destination UDP port")
+    qp_field: Literal["src_port", "dst_qp"] = Field(
+        "src_port",
+        description="qp_scaling: the header field in which a pair's QPs differ: src_port, or "
+        "only dst_qp (same UDP ports: one path unless switch.hash_fields has dst_qp)",
+    )
 
 
 class PlbConfig(StrictModel):
@@ -355,6 +360,10 @@ class NicConfig(_Model):
         return v
 
 
+HashField = Literal["src_ip", "dst_ip", "src_port", "dst_port", "proto", "dst_qp"]
+FIVE_TUPLE_FIELDS: tuple[HashField, ...] = ("src_ip", "dst_ip", "src_port", "dst_port", "proto")
+
+
 class SwitchConfig(_Model):
     """Switch forwarding, hashing and buffers."""
 
@@ -362,6 +371,12 @@ class SwitchConfig(_Model):
         "crc32WithSalt", alias="EcmpHashMethod", description="ECMP hash of the 5-tuple"
     )
     salt_mode: Literal["per_switch", "shared"] = Field("per_switch", description="hash salts")
+    hash_fields: list[HashField] = Field(
+        default_factory=lambda: list(FIVE_TUPLE_FIELDS),
+        min_length=1,
+        description="header fields the ECMP hash sees (default the 5-tuple; add dst_qp for a "
+        "UDF hash of the destination QP)",
+    )
     load_balancing_method: Annotated[str, RegisteredName("switch.load_balancing_method")] = Field(
         "ecmp", alias="LoadBalancingMethod", description="switch member choice"
     )
@@ -438,6 +453,13 @@ class SwitchConfig(_Model):
         description="PFC: bytes accepted above XOFF while the pause travels; beyond, a packet "
         "is dropped (null: 2 x rate x delay + 3 packets)",
     )
+
+    @field_validator("hash_fields")
+    @classmethod
+    def _distinct_fields(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"each field at most once (got {v})")
+        return v
 
     @model_validator(mode="after")
     def _one_pfc_threshold_kind(self) -> SwitchConfig:

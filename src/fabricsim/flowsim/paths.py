@@ -41,11 +41,14 @@ class PathResolver:
 
     def first_entropy(self, src_port: int) -> int:
         """The entropy the flows table shows for a connection on ``src_port``."""
-        return src_port if src_port == SPRAY_ALL else self.fluid.first_entropy(src_port)
+        if src_port == SPRAY_ALL:
+            return src_port
+        return self.fluid.first_entropy(src_port) & 0xFFFF  # (a dst_qp rides above bit 16)
 
     def resolve(self, src: int, dst: int, src_port: int) -> WeightedPaths | None:
         """Weighted paths (weights sum to 1), or None if the connection cannot be routed."""
-        key = (src, dst, src_port if self.fluid.per_connection else -2)
+        # a shared form differs only by the connection's destination QP (lb.qp_field dst_qp)
+        key = (src, dst, src_port if self.fluid.per_connection else -2 - (src_port >> 16))
         if src_port == SPRAY_ALL:
             key = (src, dst, SPRAY_ALL)
         hit = self._cache.get(key)

@@ -126,7 +126,8 @@ class PortSet(FluidForm):
 
     def weights(self, router: Router, src: int, dst: int, src_port: int) -> WeightedPaths:
         total = len(self.ports)
-        return [(path, n / total) for path, n in router.port_paths(src, dst, self.ports)]
+        ports = self.ports | (src_port & ~0xFFFF)  # the connection's destination QP, if any
+        return [(path, n / total) for path, n in router.port_paths(src, dst, ports)]
 
     def first_entropy(self, src_port: int) -> int:
         return int(self.ports[0])
@@ -136,7 +137,8 @@ class AllPorts(FluidForm):
     """All 65,536 values equally: each path weighted by the share of ports that reach it."""
 
     def weights(self, router: Router, src: int, dst: int, src_port: int) -> WeightedPaths:
-        return [(p, n / 65536) for p, n in router.port_paths(src, dst, _ALL_PORTS)]
+        ports = _ALL_PORTS | (src_port & ~0xFFFF)  # the connection's destination QP, if any
+        return [(p, n / 65536) for p, n in router.port_paths(src, dst, ports)]
 
 
 # -- packet forms and the registry ---------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fabricsim.lb.base import SPRAY_ALL, Connection, PathPolicy, PolicyContext, register_policy
+from fabricsim.routing.hashing import QP_SHIFT
 
 
 @register_policy
@@ -50,13 +51,15 @@ class QpScalingPolicy(PathPolicy):
 
     ``round_robin`` posts whole messages to the pair's QPs in turn; ``split`` divides each
     message evenly over all of them.  QP ``j`` of a pair uses port ``(p0 + j * 65536 // q)``
-    where ``p0`` is the source port drawn for the pair's first flow.
+    where ``p0`` is the source port drawn for the pair's first flow; with ``lb.qp_field:
+    dst_qp`` every QP keeps ``p0`` and differs only in its destination QP ``j`` (entropy
+    ``p0 | j << 16``), which moves it only if the switches hash ``dst_qp``.
     """
 
     name = "qp_scaling"
     label = "QPs per host pair (E-ECMP)"
     help = "E-ECMP: lb.qp_count connections (distinct source ports) per host pair"
-    knobs = ("lb.qp_count", "lb.qp_mode")
+    knobs = ("lb.qp_count", "lb.qp_mode", "lb.qp_field")
 
     def __init__(self, ctx: PolicyContext) -> None:
         super().__init__(ctx)
@@ -68,6 +71,8 @@ class QpScalingPolicy(PathPolicy):
         key = (int(f.src[flow]), int(f.dst[flow]))
         base = self._base.setdefault(key, int(f.src_port[flow]))
         q = self.ctx.scenario.lb.qp_count
+        if self.ctx.scenario.lb.qp_field == "dst_qp":
+            return key, [base | (j << QP_SHIFT) for j in range(q)]
         return key, [(base + j * (65536 // q)) % 65536 for j in range(q)]
 
     def connections(self, flow: int) -> list[Connection]:

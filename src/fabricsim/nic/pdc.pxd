@@ -42,7 +42,7 @@ cdef class Pdc:
     cdef public double rate_cap_bps, next_send_ps, floor_bytes
     cdef public long long first_entropy
     cdef public dict labels
-    cdef public long long sent, retransmitted, rkey, rkey_back, acked_ps
+    cdef public long long sent, retransmitted, rkey, rkey_back, acked_ps, qp_bits
 
     @cython.locals(psn=cython.longlong, size=cython.longlong, retx=cython.bint, st=bytearray,
                    cc=CongestionControl)

@@ -45,7 +45,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fabricsim.config.models import NicConfig
-from fabricsim.engine_api import DATA
+from fabricsim.engine_api import DATA, route_key
 from fabricsim.lb.spraying import spraying_type
 from fabricsim.units import transmit_ps, transmitted_bytes, us_to_ps
 
@@ -153,6 +153,7 @@ class Pdc:
         "in_active", "closed", "failed", "rx", "rto_q", "rto_at", "rto_tok", "fd_q", "fd_at",
         "rate_cap_bps", "next_send_ps", "wake_pending", "first_entropy", "labels", "sent",
         "retransmitted", "paced", "rkey", "rkey_back", "floor_bytes", "acked_ps", "feedback",
+        "qp_bits",
     )
 
     # fmt: on
@@ -207,8 +208,9 @@ class Pdc:
             self.next_send_ps = env.sim.now + pace_phase_ps(
                 flow * 64 + index, self.wire_last, rate_cap_bps
             )
-        self.rkey = ((self.src << 20) | dst) << 16  # | entropy: the route cache key
-        self.rkey_back = ((dst << 20) | self.src) << 16  # ... of its ACKs
+        self.rkey = route_key(self.src, dst)  # | entropy: the route cache key
+        self.rkey_back = route_key(dst, self.src)  # ... of its ACKs
+        self.qp_bits = src_port & ~0xFFFF  # lb.qp_field dst_qp: the QP, on every entropy
         self.first_entropy = -1  # entropy of its first data packet (-1: none sent yet)
         self.labels: dict[str, None] = {}
         self.sent = self.retransmitted = 0
@@ -262,7 +264,7 @@ class Pdc:
         spray = self.spray
         if env.monitor is not None:
             pre = (getattr(spray, "state", None), getattr(spray, "count", None))
-        entropy = spray.next_entropy()
+        entropy = (spray.next_entropy() & 0xFFFF) | self.qp_bits
         route = env.rcache.get(self.rkey | entropy)
         if route is None:
             route = env.routes.get(self.src, self.dst, entropy)
@@ -288,7 +290,7 @@ class Pdc:
         if env.monitor is not None:
             state, cache = pre
             how = (getattr(spray, "explored", False), getattr(spray, "reason", None))
-            row = (now, retx, self.flow, psn, entropy, *how, route.label)
+            row = (now, retx, self.flow, psn, entropy & 0xFFFF, *how, route.label)
             env.monitor.append((*row, state, cache))
         if env.spine is not None:
             env.spine.touch(route.tops, self.flow)

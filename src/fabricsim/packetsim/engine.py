@@ -40,7 +40,7 @@ from fabricsim import workloads
 from fabricsim.cc import CcParams, make_cc
 from fabricsim.config.models import Scenario
 from fabricsim.config.roce import RTO_FLOOR_US, dcqcn_ecn_bytes, pause_ps, pfc_thresholds
-from fabricsim.engine_api import EngineOutput, collector_paused, wire_bytes
+from fabricsim.engine_api import ROUTE_KEY_HOSTS, EngineOutput, collector_paused, wire_bytes
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
@@ -176,6 +176,11 @@ class PacketEngine:
     ) -> None:
         check_packet_scenario(sc)
         check_packet_times(sc, flows)
+        if fabric.num_hosts > ROUTE_KEY_HOSTS:
+            raise EngineRefusal(
+                f"scenario '{sc.name}' has {fabric.num_hosts} hosts, over the packet engine's "
+                f"{ROUTE_KEY_HOSTS}; use --engine flow"
+            )
         self.sc, self.fabric, self.router = sc, fabric, router
         self.flows, self.policy = flows, policy
         nic = sc.nic
@@ -559,7 +564,7 @@ class PacketEngine:
         entropy = np.array(
             [
                 next(
-                    (p.first_entropy for p in self.pdcs[i] if p.first_entropy >= 0),
+                    (p.first_entropy & 0xFFFF for p in self.pdcs[i] if p.first_entropy >= 0),
                     int(f.src_port[i]),
                 )
                 for i in range(n)

@@ -4,7 +4,7 @@ Two kinds of strategy pick the member of the ECMP group toward a packet's destin
 
 * **Hashing** (:class:`Forwarding`, ``switch.load_balancing_method: ecmp``).  ``EcmpForwarding``
   hashes the 5-tuple whose UDP source port is the packet's entropy with the switch's hash
-  (``Router.member`` on ``router.base(src, dst) ^ PORT_TABLE[entropy]``), so a packet's whole
+  (``Router.member`` on ``router.key(src, dst, entropy)``), so a packet's whole
   path is a function of (src, dst, entropy) and the :class:`RouteTable` computes it once and
   caches it.  ``RandomForwarding`` (``hash_method: random``) draws a member per packet at each
   stage, so its routes are drawn per packet.
@@ -34,13 +34,12 @@ from collections.abc import Callable
 from typing import Any
 
 from fabricsim.config.models import Scenario
+from fabricsim.engine_api import route_key
 from fabricsim.lb.switch import MemberChoice, SwitchContext, switch_method
 from fabricsim.packetsim.core import DATA, Packet, Port, Route, Sim
-from fabricsim.routing.hashing import PORT_TABLE, hash_method, scalar_hash
+from fabricsim.routing.hashing import hash_method, scalar_hash
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import Fabric
-
-_PORTS = PORT_TABLE.tolist()  # perf: Python ints, no numpy scalar per lookup
 
 
 class Forwarding:
@@ -62,7 +61,7 @@ class Forwarding:
 class EcmpForwarding(Forwarding):
     """Per-flow ECMP: the switch's hash of the 5-tuple (``switch.hash_method``).
 
-    Same result as :meth:`Router.member` on ``router.base(src, dst) ^ PORT_TABLE[entropy]``,
+    Same result as :meth:`Router.member` on ``router.key(src, dst, entropy)``,
     with the switches' salts and tiers held as Python ints.
     """
 
@@ -74,7 +73,7 @@ class EcmpForwarding(Forwarding):
         self.scalar = scalar_hash(self.method)  # perf: switch_hash_int without the lookup
 
     def key(self, src: int, dst: int, entropy: int) -> int:
-        return self.router.base(src, dst) ^ _PORTS[entropy]
+        return self.router.key(src, dst, entropy)
 
     def member(self, switch: int, group_size: int, key: int) -> int:
         h = self.scalar((key ^ self.salts[switch]) & 0xFFFFFFFF, self.tiers[switch])
@@ -150,7 +149,7 @@ class Decider:
         choice = table.choices[switch]
         assert choice is not None
         self.choice: MemberChoice = choice
-        self.fkey = ((src << 20) | dst) << 16
+        self.fkey = route_key(src, dst)
 
     def receive(self, pkt: Packet) -> None:
         if pkt.kind == DATA:
@@ -193,7 +192,7 @@ class RouteTable:
 
     ``ports[link]`` is the ``receive`` callable of the link's output port; ``nics[host]`` and
     ``nic_ctrl[host]`` are the host NIC's entries for data and for ACKs/NACKs; dead ends finish
-    on ``sink``.  ``cache`` keys are ``((src << 20 | dst) << 16) | entropy``.  With
+    on ``sink``.  ``cache`` keys are ``route_key(src, dst) | entropy``.  With
     ``choices`` (one :class:`MemberChoice` per node; ``port_objs`` the ports themselves) data
     routes run through :class:`Decider` elements; ``spine`` is the spine-flow recorder.
     """
@@ -227,7 +226,7 @@ class RouteTable:
 
     def get(self, src: int, dst: int, entropy: int) -> Route:
         """The route of a packet from ``src`` to ``dst`` on ``entropy`` (cached if static)."""
-        key = ((src << 20) | dst) << 16 | entropy
+        key = route_key(src, dst) | entropy
         route = self.cache.get(key)
         if route is None:
             route = self._build(src, dst, entropy)

@@ -24,6 +24,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import struct
 import zlib
 from collections.abc import Callable
@@ -36,25 +37,49 @@ from fabricsim.config.names import register_name, unregister_name
 
 UDP: Final = 17
 KEY_LEN: Final = 13
+QP_KEY_LEN: Final = 16
+"""With ``dst_qp`` in ``switch.hash_fields`` the key grows by the 3-byte destination QP (a UDF
+field after the 5-tuple, big-endian)."""
+FIVE_TUPLE: Final = ("src_ip", "dst_ip", "src_port", "dst_port", "proto")
+HASH_FIELDS: Final = (*FIVE_TUPLE, "dst_qp")
+QP_SHIFT: Final = 16
+"""An entropy value above 65,535 carries a destination QP: ``src_port | dst_qp << 16``."""
+MAX_QPS: Final = 1024
 
 
-def _byte_tables() -> tuple[int, np.ndarray]:
-    zero = bytes(KEY_LEN)
+@functools.lru_cache(maxsize=4)
+def _byte_tables(length: int = KEY_LEN) -> tuple[int, np.ndarray]:
+    zero = bytes(length)
     crc0 = zlib.crc32(zero)
-    tables = np.zeros((KEY_LEN, 256), dtype=np.uint32)
-    for pos in range(KEY_LEN):
-        buf = bytearray(KEY_LEN)
+    tables = np.zeros((length, 256), dtype=np.uint32)
+    for pos in range(length):
+        buf = bytearray(length)
         for value in range(256):
             buf[pos] = value
             tables[pos, value] = zlib.crc32(bytes(buf)) ^ crc0
     return crc0, tables
 
 
+def _pair_table(length: int, pos: int) -> np.ndarray:
+    """CRC contribution of every 16-bit value at bytes ``pos``, ``pos + 1`` of a key."""
+    tables = _byte_tables(length)[1]
+    v = np.arange(65536)
+    return (tables[pos][v >> 8] ^ tables[pos + 1][v & 0xFF]).astype(np.uint32)
+
+
 _CRC0, _TABLES = _byte_tables()
 # crc contribution of every src port value (bytes 8 and 9 of the key), precombined
-PORT_TABLE: Final[np.ndarray] = (
-    _TABLES[8][np.arange(65536) >> 8] ^ _TABLES[9][np.arange(65536) & 0xFF]
-).astype(np.uint32)
+PORT_TABLE: Final[np.ndarray] = _pair_table(KEY_LEN, 8)
+
+
+def port_table(length: int = KEY_LEN) -> np.ndarray:
+    """CRC contribution of every source port in a key of ``length`` bytes."""
+    return PORT_TABLE if length == KEY_LEN else _pair_table(length, 8)
+
+
+def qp_table(length: int = QP_KEY_LEN) -> np.ndarray:
+    """CRC contribution of destination QPs 0 .. MAX_QPS-1 (bytes 14, 15; byte 13 is 0)."""
+    return _pair_table(length, length - 2)[:MAX_QPS].copy()
 
 
 def _bytes_of(value: np.ndarray, width: int) -> list[np.ndarray]:
@@ -80,9 +105,13 @@ def crc32_5tuple(src_ip, dst_ip, src_port, dst_port, proto=UDP) -> np.ndarray:
     return np.asarray(out, dtype=np.uint32)
 
 
-def base_crc(src_ip: int, dst_ip: int, dst_port: int, proto: int = UDP) -> int:
-    """CRC of the key with src port 0; ``base ^ PORT_TABLE[port]`` is the key's CRC."""
-    return zlib.crc32(struct.pack(">IIHHB", src_ip, dst_ip, 0, dst_port, proto))
+def base_crc(
+    src_ip: int, dst_ip: int, dst_port: int, proto: int = UDP, length: int = KEY_LEN
+) -> int:
+    """CRC of the key with src port 0 (and dst QP 0); ``base ^ PORT_TABLE[port]`` is the key's
+    CRC (``port_table(length)``, ``qp_table(length)`` for a longer key)."""
+    key = struct.pack(">IIHHB", src_ip, dst_ip, 0, dst_port, proto)
+    return zlib.crc32(key + bytes(length - KEY_LEN))
 
 
 def fmix32(h: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ import numpy as np
 
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
-from fabricsim.routing.hashing import HASH_METHODS, PORT_TABLE, base_crc, switch_hash
+from fabricsim.routing.hashing import HASH_METHODS, MAX_QPS, PORT_TABLE, base_crc, switch_hash
 from fabricsim.routing.router import Router
 from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import CORE, LEAF, SPINE
@@ -80,12 +80,14 @@ def stage_ports(
     return _as_result(out)
 
 
-def path_ports(sc: Scenario, src_host: int, dst_host: int) -> dict[str, Any]:
+def path_ports(sc: Scenario, src_host: int, dst_host: int, dst_qp: int = 0) -> dict[str, Any]:
     """Source ports per whole path from ``src_host`` to ``dst_host`` in a scenario's fabric.
 
     Paths are keyed by :meth:`~fabricsim.topology.fabric.Fabric.path_label`, which names
     parallel links (``leaf0>spine1#1>leaf3``), so every equal-cost path has its own key and
     the counts add up to 65,536 (less the ports that dead-end on a failed, withdrawn link).
+    ``dst_qp`` is the packets' destination QP: it moves them only if the switches hash it
+    (``switch.hash_fields`` with ``dst_qp``).
     """
     fab = fabric_for(sc.topology)
     top = fab.num_hosts - 1
@@ -100,8 +102,9 @@ def path_ports(sc: Scenario, src_host: int, dst_host: int) -> dict[str, Any]:
             f"{dst_host}, more than the {NUM_PORTS} source ports to list (reduce "
             "topology.parallel_links or topology.spines)"
         )
+    dst_qp = _int("--dst-qp", dst_qp, 0, MAX_QPS - 1, " (a queue pair index)")
     router = Router.for_scenario(sc, fab)
-    per_path = router.ports_per_path(src_host, dst_host)
+    per_path = router.ports_per_path(src_host, dst_host, dst_qp)
     labels = {p: fab.path_label(p) for p in per_path}
     if len(set(labels.values())) != len(labels):  # pragma: no cover - a labelling bug
         raise RuntimeError("two paths share a label; ports would be merged")

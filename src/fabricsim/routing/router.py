@@ -14,10 +14,15 @@ import numpy as np
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
 from fabricsim.routing.hashing import (
-    PORT_TABLE,
+    FIVE_TUPLE,
+    KEY_LEN,
+    QP_KEY_LEN,
+    QP_SHIFT,
     UDP,
     base_crc,
     hash_method,
+    port_table,
+    qp_table,
     switch_hash,
     switch_hash_int,
     switch_salts,
@@ -31,6 +36,11 @@ _ALL_PORTS = np.arange(65536, dtype=np.int64)
 @dataclass(eq=False)
 class Router:
     """ECMP forwarding on a fabric with one hash method and per-switch salts.
+
+    ``fields`` are the header fields the switches hash (``switch.hash_fields``): a field left
+    out counts as zero bytes in the key; with ``dst_qp`` the key is 16 bytes (the 5-tuple and a
+    3-byte destination QP).  An entropy value is a source port, or ``port | dst_qp << 16`` for
+    a connection whose QPs differ in the destination QP (``lb.qp_field: dst_qp``).
 
     Examples
     --------
@@ -47,7 +57,17 @@ class Router:
     salts: np.ndarray
     dst_port: int = 4791
     proto: int = UDP
+    fields: tuple[str, ...] = FIVE_TUPLE
     _base: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        f = set(self.fields)
+        self.key_len = QP_KEY_LEN if "dst_qp" in f else KEY_LEN
+        ports = port_table(self.key_len)
+        self.port_table = ports if "src_port" in f else np.zeros_like(ports)
+        self.qp_table = qp_table(self.key_len) if "dst_qp" in f else None
+        self._port_ints = self.port_table.tolist()  # perf: scalar keys on Python ints
+        self._qp_ints = self.qp_table.tolist() if self.qp_table is not None else None
 
     @classmethod
     def build(
@@ -57,28 +77,55 @@ class Router:
         method: str = "crc32WithSalt",
         salt_mode: str = "per_switch",
         dst_port: int = 4791,
+        fields: tuple[str, ...] = FIVE_TUPLE,
     ) -> Router:
-        return cls(fabric, method, switch_salts(fabric.num_nodes, seed, salt_mode), dst_port)
+        salts = switch_salts(fabric.num_nodes, seed, salt_mode)
+        return cls(fabric, method, salts, dst_port, fields=tuple(fields))
 
     @classmethod
     def for_scenario(cls, sc: Scenario, fabric: Fabric) -> Router:
         """The router of a scenario's switches (hash method, salts, ``lb.dst_port``) on ``fabric``."""
         sw = sc.switch
-        return cls.build(fabric, sc.seed, sw.hash_method, sw.salt_mode, sc.lb.dst_port)
+        return cls.build(
+            fabric, sc.seed, sw.hash_method, sw.salt_mode, sc.lb.dst_port, tuple(sw.hash_fields)
+        )
 
     @property
     def deterministic(self) -> bool:
         return self.method != "random"
 
     def base(self, src: int, dst: int) -> int:
-        """CRC-32 of (src ip, dst ip, port 0, dst port, proto); XOR ``PORT_TABLE[p]`` for port p."""
+        """CRC-32 of (src ip, dst ip, port 0, dst port, proto[, QP 0]) over the hashed fields;
+        :meth:`key` adds an entropy value's source port (and QP)."""
         key = (src, dst)
         b = self._base.get(key)
         if b is None:
-            ip = self.fabric.host_ip
-            b = base_crc(int(ip[src]), int(ip[dst]), self.dst_port, self.proto)
+            ip, f = self.fabric.host_ip, self.fields
+            b = base_crc(
+                int(ip[src]) if "src_ip" in f else 0,
+                int(ip[dst]) if "dst_ip" in f else 0,
+                self.dst_port if "dst_port" in f else 0,
+                self.proto if "proto" in f else 0,
+                self.key_len,
+            )
             self._base[key] = b
         return b
+
+    def key(self, src: int, dst: int, entropy: int) -> int:
+        """CRC-32 of the header of a packet from ``src`` to ``dst`` on ``entropy``."""
+        crc = self.base(src, dst) ^ self._port_ints[entropy & 0xFFFF]
+        qp = entropy >> QP_SHIFT
+        if qp and self._qp_ints is not None:
+            crc ^= self._qp_ints[qp]
+        return crc
+
+    def keys(self, base: np.ndarray | int, entropies: np.ndarray) -> np.ndarray:
+        """:meth:`key` of many entropy values (``base``: one CRC or one per value), uint32."""
+        e = np.asarray(entropies, dtype=np.int64)
+        crc = np.asarray(base, dtype=np.uint32) ^ self.port_table[e & 0xFFFF]
+        if self.qp_table is not None:
+            crc = crc ^ self.qp_table[e >> QP_SHIFT]
+        return crc.astype(np.uint32)
 
     def member(self, switch: int, group_size: int, crc: int) -> int:
         """Index of the ECMP member switch ``switch`` picks for a key with CRC ``crc``."""
@@ -90,7 +137,7 @@ class Router:
         if not self.deterministic:
             raise ValueError("switch.hash_method=random picks a member per packet; no fixed path")
         fab = self.fabric
-        crc = self.base(src, dst) ^ int(PORT_TABLE[src_port])
+        crc = self.key(src, dst, src_port)
         link = int(fab.host_uplink[src])
         path = [link]
         node = int(fab.link_dst[link])
@@ -116,7 +163,7 @@ class Router:
         n = len(src)
         crc = np.fromiter((self.base(int(a), int(b)) for a, b in zip(src, dst, strict=True)),
                           dtype=np.uint32, count=n)  # fmt: skip
-        crc ^= PORT_TABLE[np.asarray(ports, dtype=np.int64)]
+        crc = self.keys(crc, ports)
         salts = self.salts.astype(np.uint32)
         first = fab.host_uplink[src].astype(np.int64)
         node = fab.link_dst[first].astype(np.int64)
@@ -181,8 +228,9 @@ class Router:
             for row, d, ok in zip(rows, depth, alive, strict=True)
         ]
 
-    def ports_per_path(self, src: int, dst: int) -> dict[Path, np.ndarray]:
-        """Source ports (0..65535) that land on each equal-cost path from ``src`` to ``dst``.
+    def ports_per_path(self, src: int, dst: int, dst_qp: int = 0) -> dict[Path, np.ndarray]:
+        """Source ports (0..65535) that land on each equal-cost path from ``src`` to ``dst``
+        (for packets to destination QP ``dst_qp``, if the switches hash it).
 
         Every path of :meth:`Fabric.paths` is a key, in that order; a path no port reaches maps to
         an empty array.  The arrays partition 0..65535 (ports that dead-end are left out).
@@ -192,8 +240,8 @@ class Router:
         out: dict[Path, np.ndarray] = {
             p: np.empty(0, dtype=np.int64) for p in self.fabric.paths(src, dst)
         }
-        for path, ports in self._split(src, dst, _ALL_PORTS):
-            out[path] = np.sort(ports)
+        for path, ports in self._split(src, dst, _ALL_PORTS | (dst_qp << QP_SHIFT)):
+            out[path] = np.sort(ports & 0xFFFF)
         return out
 
     def port_paths(self, src: int, dst: int, ports: np.ndarray) -> list[tuple[Path, int]]:
@@ -211,7 +259,7 @@ class Router:
         first, member 0 first."""
         fab = self.fabric
         ports = ports.astype(np.int64)
-        crc = (np.uint32(self.base(src, dst)) ^ PORT_TABLE[ports]).astype(np.uint32)
+        crc = self.keys(self.base(src, dst), ports)
         first = int(fab.host_uplink[src])
         out: list[tuple[Path, np.ndarray]] = []
         start = np.arange(len(ports))
@@ -244,7 +292,7 @@ class Router:
         Stages are counted along each port's own route, so the list has one array per stage.
         """
         fab = self.fabric
-        crc = (np.uint32(self.base(src, dst)) ^ PORT_TABLE).astype(np.uint32)
+        crc = self.keys(self.base(src, dst), np.arange(65536))
         node = np.full(65536, int(fab.link_dst[fab.host_uplink[src]]), dtype=np.int64)
         stages: list[np.ndarray] = []
         for _ in range(16):
