@@ -27,13 +27,21 @@ from fabricsim.config.models import Scenario
 from fabricsim.errors import EngineRefusal
 
 # Keys of one fabric shape.
+_RAIL_KEYS = ("topology.servers", "topology.rails", "topology.servers_per_leaf")
 SHAPE_KEYS = {
-    "leaf_spine": ("topology.k", "topology.hosts_per_edge"),
+    "leaf_spine": ("topology.k", "topology.hosts_per_edge", *_RAIL_KEYS),
     "fat_tree": (
         "topology.spines",
         "topology.leaves",
         "topology.hosts_per_leaf",
         "topology.parallel_links",
+        *_RAIL_KEYS,
+    ),
+    "rail_optimized": (
+        "topology.k",
+        "topology.hosts_per_edge",
+        "topology.leaves",
+        "topology.hosts_per_leaf",
     ),
 }
 # Keys one path policy reads.

@@ -41,6 +41,7 @@ KIND_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "topology": {
         "leaf_spine": ("spines", "leaves", "hosts_per_leaf", "parallel_links"),
         "fat_tree": ("k", "hosts_per_edge"),
+        "rail_optimized": ("servers", "rails", "servers_per_leaf", "spines", "parallel_links"),
     },
 }
 DEFAULT_KINDS = {"topology": "leaf_spine"}

@@ -59,14 +59,26 @@ class LinkFailure(_Model):
 
 
 class TopologyConfig(_Model):
-    """The fabric: a two-tier leaf-spine or a three-tier k-ary fat tree."""
+    """The fabric: a two-tier leaf-spine, a three-tier k-ary fat tree, or a rail-optimized
+    two-tier fabric (GPU ``r`` of every server on rail ``r``'s leaves, leaves to spines)."""
 
-    kind: Literal["leaf_spine", "fat_tree"] = Field("leaf_spine", description="fabric shape")
+    kind: Literal["leaf_spine", "fat_tree", "rail_optimized"] = Field(
+        "leaf_spine", description="fabric shape"
+    )
     spines: int = Field(4, ge=1, le=4096, description="leaf-spine: number of spines")
     leaves: int = Field(2, ge=1, le=4096, description="leaf-spine: number of leaves")
     hosts_per_leaf: int = Field(8, ge=1, le=4096, description="leaf-spine: hosts per leaf")
     parallel_links: int = Field(
         1, ge=1, le=64, description="leaf-spine: parallel uplinks between each leaf and spine"
+    )
+    servers: int = Field(4, ge=1, le=65536, description="rail_optimized: servers")
+    rails: int = Field(8, ge=1, le=64, description="rail_optimized: GPUs (rails) per server")
+    servers_per_leaf: int | None = Field(
+        None,
+        ge=1,
+        le=65536,
+        description="rail_optimized: servers one rail leaf serves (null: all; fewer gives each "
+        "rail several leaves)",
     )
     k: int = Field(8, ge=2, le=128, description="fat tree: switch radix (even)")
     hosts_per_edge: int | None = Field(

@@ -287,6 +287,8 @@ def _advice(sc: Any, term: str, engine: str) -> tuple[str, str]:
     if term in ("fabric paths", "fabric", "packet ports and NICs"):
         if t.kind == "fat_tree":
             key = "hosts_per_edge" if (t.hosts_per_edge or 0) > t.k else "k"
+        elif t.kind == "rail_optimized":
+            key = _largest(sc, ("servers", "rails", "spines"))
         elif term == "fabric paths":
             key = _largest(sc, ("leaves", "hosts_per_leaf"))
         else:
@@ -343,6 +345,8 @@ def _fabric_size_key(sc: Any) -> str:
     t = sc.topology
     if t.kind == "fat_tree":
         return f"topology.k={t.k}"
+    if t.kind == "rail_optimized":
+        return f"topology.servers={t.servers}"
     key = _largest(sc, ("leaves", "hosts_per_leaf"))
     return f"topology.{key}={getattr(t, key)}"
 

@@ -66,6 +66,10 @@ def _fabric(sc: Any) -> _Fabric:
     leaves, spines = int(t.leaves), int(t.spines)
     par = int(getattr(t, "parallel_links", 1) or 1)
     hosts = leaves * int(t.hosts_per_leaf)
+    if t.kind == "rail_optimized":
+        per = int(t.servers_per_leaf or t.servers)
+        leaves = int(t.rails) * -(-int(t.servers) // per)
+        hosts = int(t.servers) * int(t.rails)
     links = 2 * (hosts + leaves * spines * par)
     path_links = 4 if leaves > 1 else 2
     return _Fabric(

@@ -57,6 +57,9 @@ def build_fabric(cfg: TopologyConfig) -> Fabric:
     if cfg.kind == "leaf_spine":
         leaves, top, oversub = _leaf_spine(draft, cfg, host_rate, fabric_rate)
         pod_nodes = draft.pods
+    elif cfg.kind == "rail_optimized":
+        leaves, top, oversub = _rail_optimized(draft, cfg, host_rate, fabric_rate)
+        pod_nodes = draft.pods
     else:
         leaves, top, oversub = _fat_tree(draft, cfg, host_rate, fabric_rate)
         pod_nodes = draft.pods
@@ -95,6 +98,34 @@ def _leaf_spine(d: _Draft, cfg: TopologyConfig, host_rate: float, fab_rate: floa
     up = cfg.spines * cfg.parallel_links * fab_rate
     oversub = cfg.hosts_per_leaf * host_rate / up if cfg.leaves > 1 else 1.0  # one leaf: a crossbar
     return leaves, spines, oversub
+
+
+def rail_leaves_per_rail(cfg: TopologyConfig) -> int:
+    """Leaves per rail of a rail-optimized fabric: ceil(servers / servers_per_leaf)."""
+    per = cfg.servers_per_leaf or cfg.servers
+    return -(-cfg.servers // per)
+
+
+def _rail_optimized(d: _Draft, cfg: TopologyConfig, host_rate: float, fab_rate: float):
+    """GPU ``r`` of server ``s`` is host ``s x rails + r`` (named ``host<i>``), on leaf
+    ``rail<r>_leaf<s // servers_per_leaf>``; every leaf connects to every spine."""
+    rails, per = cfg.rails, cfg.servers_per_leaf or cfg.servers
+    hosts = cfg.servers * rails
+    for h in range(hosts):
+        d.node(f"host{h}", HOST)
+    groups = rail_leaves_per_rail(cfg)
+    leaf = {(r, j): d.node(f"rail{r}_leaf{j}", LEAF) for r in range(rails) for j in range(groups)}
+    spines = [d.node(f"spine{i}", SPINE) for i in range(cfg.spines)]
+    for h in range(hosts):
+        server, rail = divmod(h, rails)
+        d.duplex(h, leaf[(rail, server // per)], host_rate)
+    for node in leaf.values():
+        for spine in spines:
+            for p in range(cfg.parallel_links):
+                d.duplex(node, spine, fab_rate, suffix=f"#{p}" if p else "")
+    up = cfg.spines * cfg.parallel_links * fab_rate
+    oversub = min(per, cfg.servers) * host_rate / up if len(leaf) > 1 else 1.0
+    return list(leaf.values()), spines, oversub
 
 
 def _fat_tree(d: _Draft, cfg: TopologyConfig, host_rate: float, fab_rate: float):

@@ -62,10 +62,13 @@ class _Source:
         return f"{FIELD}: {self.fname}: {self.unit} {int(self.numbers[i])}: {name}"
 
 
-def read_message_table(path: str | Path, hosts: int | None = None) -> pd.DataFrame:
+def read_message_table(
+    path: str | Path, hosts: int | None = None, rails: int | None = None
+) -> pd.DataFrame:
     """Read and check a CSV/Parquet/.cm message table; columns src, dst, size_bytes, start_s, id.
 
-    With ``hosts``, every ``src``/``dst`` must also be one of the fabric's hosts ``0..hosts-1``.
+    With ``hosts``, every ``src``/``dst`` must also be one of the fabric's hosts ``0..hosts-1``;
+    with ``rails`` (a rail-optimized fabric) a cell may also name a GPU as ``server:rail``.
     """
     p = Path(path)
     if not p.exists():
@@ -86,7 +89,7 @@ def read_message_table(path: str | Path, hosts: int | None = None) -> pd.DataFra
         )
     if len(df) == 0:
         raise ConfigError(f"{FIELD}: {p.name} has no messages")
-    return _check_table(df, src, hosts)
+    return _check_table(df, src, hosts, rails)
 
 
 def _read_csv(p: Path) -> tuple[pd.DataFrame, _Source]:
@@ -198,14 +201,31 @@ def _whole(
     return vals.astype(np.int64)
 
 
-def _host_column(col: pd.Series, name: str, src: _Source, hosts: int | None) -> np.ndarray:
-    """Host numbers from ``hostN`` or ``N`` cells."""
+def _host_column(
+    col: pd.Series, name: str, src: _Source, hosts: int | None, rails: int | None = None
+) -> np.ndarray:
+    """Host numbers from ``hostN`` or ``N`` cells (and ``server:rail`` with ``rails``)."""
     allowed = f"hosts are 0..{hosts - 1}" if hosts else "hosts are hostN or N, N >= 0"
+    if rails:
+        allowed += f", or server:rail with rails 0..{rails - 1}"
     numbers = col
     if not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
         text = col.astype(str).str.strip()
         named = text.str.fullmatch(r"host\d+").to_numpy(dtype=bool)
         numbers = text.where(~named, text.str.slice(4))
+        pair = text.str.fullmatch(r"\d+:\d+").to_numpy(dtype=bool)
+        if pair.any():
+            if not rails:
+                _refuse_first(
+                    pair, col, name, src, "is server:rail, which needs a rail_optimized fabric"
+                )
+            parts = text[pair].str.split(":", expand=True).astype(np.int64)
+            server, rail = parts[0].to_numpy(), parts[1].to_numpy()
+            bad = np.zeros(len(col), dtype=bool)
+            bad[np.flatnonzero(pair)] = rail >= (rails or 1)
+            _refuse_first(bad, col, name, src, f"is not a GPU ({allowed})")
+            numbers = numbers.copy()
+            numbers[pair] = (server * (rails or 1) + rail).astype(str)
     vals = _numbers(numbers, name, src, f"a host ({allowed})")
     f = vals.astype(np.float64)
     _refuse_first((f < 0) | (f >= _INT64_LIMIT), col, name, src, f"is not a host ({allowed})")
@@ -252,12 +272,14 @@ def _id_column(col: pd.Series, src: _Source) -> np.ndarray:
     return ids
 
 
-def _check_table(df: pd.DataFrame, src: _Source, hosts: int | None = None) -> pd.DataFrame:
+def _check_table(
+    df: pd.DataFrame, src: _Source, hosts: int | None = None, rails: int | None = None
+) -> pd.DataFrame:
     """Checked columns, sorted by (start_s, id)."""
     out = pd.DataFrame(
         {
-            "src": _host_column(df["src"], "src", src, hosts),
-            "dst": _host_column(df["dst"], "dst", src, hosts),
+            "src": _host_column(df["src"], "src", src, hosts, rails),
+            "dst": _host_column(df["dst"], "dst", src, hosts, rails),
             "size_bytes": _size_column(df["size_bytes"], src),
             "start_s": _start_column(df["start_s"], src),
         }
@@ -415,7 +437,8 @@ def htsim_cm_text(df: pd.DataFrame, nodes: int) -> str:
 def trace(sc: Scenario, fabric: Fabric) -> FlowTable:
     wl = sc.workload
     assert isinstance(wl, TraceWorkload)
-    df = read_message_table(wl.path, fabric.num_hosts)
+    rails = sc.topology.rails if sc.topology.kind == "rail_optimized" else None
+    df = read_message_table(wl.path, fabric.num_hosts, rails)
     table = FlowTable.build(sc, df["src"], df["dst"], df["size_bytes"], df["start_s"])
     table.extra["trace_id"] = df["id"].to_numpy()
     table.check_hosts(fabric, "workload.path")
