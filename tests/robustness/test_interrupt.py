@@ -178,3 +178,53 @@ def test_sigint_mid_run_keeps_the_previous_output(tmp_path: Path):
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["R"]
     _assert_interrupted(code, err)
+
+
+_HALF_RESULT = '''
+import os, struct, sys, time
+
+def half_result(_):
+    """Write the header and the start of a result message, then hang (killed mid-write)."""
+    frame = sys._getframe()
+    while "result_queue" not in frame.f_locals:
+        frame = frame.f_back
+    fd = frame.f_locals["result_queue"]._writer.fileno()
+    os.write(fd, struct.pack("!i", 1 << 20) + b"x" * 100)
+    time.sleep(600)
+'''
+
+_STOP_POOL = """
+import time
+import halfresult
+from fabricsim.experiments.backend import stop_pool, worker_pool
+
+pool = worker_pool(1)
+future = pool.submit(halfresult.half_result, 0)
+time.sleep(1.5)  # the worker has written its 104 bytes; the manager waits for the rest
+manager = pool._executor_manager_thread
+assert manager is not None and manager.is_alive()
+stop_pool(pool)
+manager.join(5)
+print("alive" if manager.is_alive() else "ended", flush=True)
+"""
+
+
+def test_stop_pool_ends_the_manager_thread_after_a_worker_died_mid_result(tmp_path: Path):
+    """A worker terminated while writing a result must not leave the driver hanging at exit."""
+    (tmp_path / "halfresult.py").write_text(_HALF_RESULT)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _STOP_POOL], cwd=tmp_path, env=env, start_new_session=True,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        for pid in _session(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        pytest.fail("the process hung at exit: the pool's manager thread never ended")
+    assert out.decode().strip() == "ended", err.decode()
+    assert proc.returncode == 0, err.decode()

@@ -144,6 +144,8 @@ def worker_pool(workers: int) -> ProcessPoolExecutor:
 def stop_pool(pool: ProcessPoolExecutor, timeout_s: float = 2.0) -> None:
     """Cancel what has not started, terminate the workers and wait (briefly) for them."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown() forgets the queue
+    results = getattr(pool, "_result_queue", None)
     with contextlib.suppress(Exception):
         pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
@@ -158,6 +160,33 @@ def stop_pool(pool: ProcessPoolExecutor, timeout_s: float = 2.0) -> None:
             if p.is_alive():
                 p.kill()
                 p.join(1.0)
+    _unblock_manager(manager, getattr(results, "_writer", None), timeout_s)
+
+
+def _unblock_manager(manager: Any, writer: Any, timeout_s: float) -> None:
+    """Let the pool's manager thread end although a worker died in the middle of a result.
+
+    The thread reads results from a pipe; a worker terminated while it wrote a large result
+    leaves a message cut short, and the thread waits for its remaining bytes forever.  It is
+    not a daemon thread, so the interpreter would wait for it at exit (the driver hangs after
+    printing ``interrupted``).  The workers are gone, so this process holds the only writer:
+    filler bytes complete the message, the thread fails to decode it, marks the pool broken
+    and ends.
+    """
+    if manager is None or writer is None:
+        return
+    manager.join(0.1)
+    if not manager.is_alive():
+        return
+    with contextlib.suppress(Exception):
+        fd = writer.fileno()
+        os.set_blocking(fd, False)
+        filler = bytes(1 << 16)
+        deadline = time.monotonic() + timeout_s
+        while manager.is_alive() and time.monotonic() < deadline:
+            with contextlib.suppress(BlockingIOError):
+                os.write(fd, filler)
+            manager.join(0.02)
 
 
 @contextlib.contextmanager
