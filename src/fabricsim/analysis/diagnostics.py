@@ -152,7 +152,7 @@ def _uplink_bytes(flows: pd.DataFrame, fabric: Fabric) -> pd.DataFrame:
     parallel link's suffix (``spine1#1``), so each parallel uplink is its own neighbor.
     """
     index = {name: i for i, name in enumerate(fabric.node_names)}
-    tier = fabric.node_tier
+    tier = fabric.node_rank if fabric.node_rank is not None else fabric.node_tier
     steps = _steps(flows).to_numpy()
     rows: list[tuple[Any, str, str, float]] = []
     sizes = flows["size_bytes"].to_numpy(dtype=float)
@@ -175,7 +175,8 @@ def _up_neighbors(fabric: Fabric) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for link in range(fabric.num_links):
         a, b = int(fabric.link_src[link]), int(fabric.link_dst[link])
-        if fabric.node_tier[a] != HOST and fabric.node_tier[b] > fabric.node_tier[a]:
+        rank = fabric.node_rank if fabric.node_rank is not None else fabric.node_tier
+        if fabric.node_tier[a] != HOST and rank[b] > rank[a]:
             names = out.setdefault(fabric.node_names[a], [])
             if fabric.link_hop[link] not in names:
                 names.append(fabric.link_hop[link])

@@ -28,22 +28,22 @@ from fabricsim.errors import EngineRefusal
 
 # Keys of one fabric shape.
 _RAIL_KEYS = ("topology.servers", "topology.rails", "topology.servers_per_leaf")
+_PLANE_KEYS = ("topology.planes", "topology.plane_kind")
+_TREE_KEYS = ("topology.k", "topology.hosts_per_edge")
+_LEAF_SPINE_KEYS = (
+    "topology.spines",
+    "topology.leaves",
+    "topology.hosts_per_leaf",
+    "topology.parallel_links",
+)
 SHAPE_KEYS = {
-    "leaf_spine": ("topology.k", "topology.hosts_per_edge", *_RAIL_KEYS),
-    "fat_tree": (
-        "topology.spines",
-        "topology.leaves",
-        "topology.hosts_per_leaf",
-        "topology.parallel_links",
-        *_RAIL_KEYS,
-    ),
-    "rail_optimized": (
-        "topology.k",
-        "topology.hosts_per_edge",
-        "topology.leaves",
-        "topology.hosts_per_leaf",
-    ),
+    "leaf_spine": (*_TREE_KEYS, *_RAIL_KEYS, *_PLANE_KEYS),
+    "fat_tree": (*_LEAF_SPINE_KEYS, *_RAIL_KEYS, *_PLANE_KEYS),
+    "rail_optimized": (*_TREE_KEYS, "topology.leaves", "topology.hosts_per_leaf", *_PLANE_KEYS),
+    "multi_plane": _RAIL_KEYS,
 }
+# multi_plane: keys of the plane kind not chosen (topology.plane_kind)
+PLANE_SHAPE_KEYS = {"leaf_spine": _TREE_KEYS, "fat_tree": _LEAF_SPINE_KEYS}
 # Keys one path policy reads.
 POLICY_KEYS = {
     "lb.qp_count": "qp_scaling",
@@ -73,6 +73,8 @@ CC_SECTIONS = {"nic.nscc.": "nscc", "nic.dcqcn.": "dcqcn"}
 SELECTED_KEYS: dict[str, tuple[str, Any]] = {
     "nic.roce.retransmit": ("nic.transport", "roce"),
     "nic.roce.nak_interval_us": ("nic.transport", "roce"),
+    "nic.plane_select": ("topology.kind", "multi_plane"),
+    "nic.pinned_plane": ("nic.plane_select", "pinned"),
     "switch.pfc_xoff_bytes": ("switch.pfc", True),
     "switch.pfc_xon_bytes": ("switch.pfc", True),
     "switch.pfc_headroom_bytes": ("switch.pfc", True),
@@ -135,6 +137,13 @@ def check_keys_apply(
                 f"{key} does nothing on topology.kind={sc.topology.kind}; remove it or change "
                 "topology.kind"
             )
+    if sc.topology.kind == "multi_plane":
+        for key in PLANE_SHAPE_KEYS[sc.topology.plane_kind]:
+            if _set_to_other_than_default(sc, key):
+                raise EngineRefusal(
+                    f"{key} does nothing on topology.plane_kind={sc.topology.plane_kind}; "
+                    "remove it or change topology.plane_kind"
+                )
     method = sc.switch.load_balancing_method
     if "switch.load_balancing_method" not in varied:
         for key, wanted in SWITCH_METHOD_KEYS.items():

@@ -42,6 +42,16 @@ KIND_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
         "leaf_spine": ("spines", "leaves", "hosts_per_leaf", "parallel_links"),
         "fat_tree": ("k", "hosts_per_edge"),
         "rail_optimized": ("servers", "rails", "servers_per_leaf", "spines", "parallel_links"),
+        "multi_plane": (
+            "planes",
+            "plane_kind",
+            "spines",
+            "leaves",
+            "hosts_per_leaf",
+            "parallel_links",
+            "k",
+            "hosts_per_edge",
+        ),  # fmt: skip
     },
 }
 DEFAULT_KINDS = {"topology": "leaf_spine"}

@@ -62,8 +62,19 @@ class TopologyConfig(_Model):
     """The fabric: a two-tier leaf-spine, a three-tier k-ary fat tree, or a rail-optimized
     two-tier fabric (GPU ``r`` of every server on rail ``r``'s leaves, leaves to spines)."""
 
-    kind: Literal["leaf_spine", "fat_tree", "rail_optimized"] = Field(
+    kind: Literal["leaf_spine", "fat_tree", "rail_optimized", "multi_plane"] = Field(
         "leaf_spine", description="fabric shape"
+    )
+    planes: int = Field(
+        2,
+        ge=1,
+        le=8,
+        description="multi_plane: independent plane fabrics; every host NIC has one port (at "
+        "host_link_gbps) into each",
+    )
+    plane_kind: Literal["leaf_spine", "fat_tree"] = Field(
+        "leaf_spine",
+        description="multi_plane: the fabric of each plane, sized by its leaf-spine or fat-tree keys",
     )
     spines: int = Field(4, ge=1, le=4096, description="leaf-spine: number of spines")
     leaves: int = Field(2, ge=1, le=4096, description="leaf-spine: number of leaves")
@@ -115,6 +126,11 @@ class TopologyConfig(_Model):
     )
     degraded_links: dict[str, Annotated[float, Field(ge=1e-6, le=1)]] = Field(
         default_factory=dict, description="link name -> fraction of its rate kept, in (0, 1]"
+    )
+    failed_switches: list[str] = Field(
+        default_factory=list,
+        description="switches that are down, e.g. p1_leaf0: every link of theirs fails and is "
+        "withdrawn from routing (their neighbours see the links go down)",
     )
     failed_link_mode: Literal["blackhole", "withdraw"] = Field(
         "blackhole", description="blackhole: stays in ECMP groups; withdraw: removed"
@@ -327,6 +343,15 @@ class NicConfig(_Model):
         le=1e6,
         description="rod: the entropy changes at most once per this many base RTTs (on "
         "congestion or loss)",
+    )
+    plane_select: Literal["hash", "round_robin", "pinned"] = Field(
+        "hash",
+        description="multi_plane: the plane a packet leaves on: hash (the NIC hashes the "
+        "5-tuple: per entropy value, so NIC spraying spreads over planes), round_robin (the "
+        "c-th flow key host h sends goes on plane (h + c) mod planes), pinned (nic.pinned_plane)",
+    )
+    pinned_plane: int = Field(
+        0, ge=0, le=7, description="plane_select pinned: the plane (another when it is down)"
     )
     transport: Literal["uet", "roce"] = Field(
         "uet",

@@ -285,7 +285,7 @@ def _advice(sc: Any, term: str, engine: str) -> tuple[str, str]:
     """(``key=value`` that drives ``term``, what to do about it)."""
     t, wl, raise_ = sc.topology, sc.workload, "raise engine.max_memory_gb"
     if term in ("fabric paths", "fabric", "packet ports and NICs"):
-        if t.kind == "fat_tree":
+        if t.kind == "fat_tree" or (t.kind == "multi_plane" and t.plane_kind == "fat_tree"):
             key = "hosts_per_edge" if (t.hosts_per_edge or 0) > t.k else "k"
         elif t.kind == "rail_optimized":
             key = _largest(sc, ("servers", "rails", "spines"))
@@ -343,7 +343,7 @@ def _advice(sc: Any, term: str, engine: str) -> tuple[str, str]:
 
 def _fabric_size_key(sc: Any) -> str:
     t = sc.topology
-    if t.kind == "fat_tree":
+    if t.kind == "fat_tree" or (t.kind == "multi_plane" and t.plane_kind == "fat_tree"):
         return f"topology.k={t.k}"
     if t.kind == "rail_optimized":
         return f"topology.servers={t.servers}"

@@ -45,12 +45,25 @@ class _Load:
 
 
 # -- counts from the config --------------------------------------------------------------------
+@dataclass
+class _Shape:
+    topology: Any  # what _fabric reads of a scenario
+
+
 def _fabric(sc: Any) -> _Fabric:
     t = sc.topology
     nics = t.host_nic_gbps or []
     slowest = min([float(t.host_link_gbps), *(nics.values() if isinstance(nics, dict) else nics)])
     host_bps = max(slowest * 1e9, 1.0)  # the builder's rates are whole bit/s; the slowest NIC
     fabric_bps = max(float(t.fabric_link_gbps) * 1e9, 1.0)
+    if t.kind == "multi_plane":  # planes copies of the plane fabric, and a NIC node per host
+        one = _fabric(_Shape(t.model_copy(update={"kind": t.plane_kind})))
+        p = int(t.planes)
+        return _Fabric(
+            "multi_plane", one.hosts, 2 * one.hosts + p * (one.nodes - one.hosts),
+            2 * one.hosts + p * one.links, p * one.leaves, p * one.tops, p * one.pair_paths,
+            one.path_links + 2, host_bps, fabric_bps,
+        )  # fmt: skip
     if t.kind == "fat_tree":
         k = int(t.k)
         half = k // 2

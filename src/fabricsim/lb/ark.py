@@ -125,7 +125,8 @@ def port_table(router: Any, src: int, dst: int) -> PortTable:
     buckets: dict[int, list[np.ndarray]] = {}
     for path, ports in router.ports_per_path(src, dst).items():
         nodes = fab.path_nodes(path)[1:-1]
-        top = max(nodes, key=lambda n: (int(fab.node_tier[n]), -n)) if nodes else -1
+        rank = fab.node_rank if fab.node_rank is not None else fab.node_tier
+        top = max(nodes, key=lambda n: (int(rank[n]), -n)) if nodes else -1
         buckets.setdefault(int(top), []).append(ports)
     keys, ports_out = [], []
     for key in sorted(buckets):

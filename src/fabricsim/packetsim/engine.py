@@ -63,7 +63,7 @@ from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_mem
 from fabricsim.rng import stream
 from fabricsim.routing.router import Router
 from fabricsim.topology.builders import fabric_for
-from fabricsim.topology.fabric import Fabric, label_nodes
+from fabricsim.topology.fabric import NIC, Fabric, label_nodes
 from fabricsim.units import MAX_TIME_S, PS_PER_S, bdp_bytes, ps_to_s, s_to_ps, s_to_us, us_to_ps
 from fabricsim.workloads.base import FlowTable
 
@@ -162,6 +162,10 @@ def check_packet_times(sc: Scenario, flows: FlowTable) -> None:
             f"engine.max_packets={sc.engine.max_packets:.2g}; use --engine flow or a smaller "
             "workload"
         )
+
+
+UNBOUNDED = 1 << 62
+"""The capacity of a queue that never fills (a NIC's own ports)."""
 
 
 class PacketEngine:
@@ -269,6 +273,7 @@ class PacketEngine:
         fab, sw = self.fabric, self.sc.switch
         ports: list[Port] = []
         budgets: list[int] = []  # each link's buffer (its far end's ingress budget)
+        nic_tier = (fab.node_tier == NIC).tolist()
         for link in range(fab.num_links):
             rate = float(fab.link_rate_bps[link])
             cap = sw.buffer_bytes or max(
@@ -288,7 +293,9 @@ class PacketEngine:
             buf = cap  # the link's buffer: its far end's ingress budget under PFC too
             cls = HostPort if fab.link_src[link] < fab.num_hosts else Port
             if cls is HostPort:
-                cap = hcap = 1 << 62  # the NIC pulls: nothing waits at its own port
+                cap = hcap = UNBOUNDED  # the NIC pulls: nothing waits at its own port
+            elif nic_tier[int(fab.link_src[link])]:  # a multi-plane NIC's port: its own queue,
+                cap = hcap = kmin = kmax = UNBOUNDED  # never trimmed, dropped or marked
             port = cls(
                 self.sim,
                 link,
@@ -351,6 +358,7 @@ class PacketEngine:
             * PS_PER_S
             // max(int(fab.link_rate_bps[x]), 1)
             for x in (paths[0][1:] if paths else ())
+            if ports[x].cap < UNBOUNDED  # a multi-plane NIC's own ports: no switch buffer
         )
         rto = 2 * (max(self.base_rtt_ps, self.unloaded_rtt_ps) + drain)
         if self.sc.nic.transport == "roce":

@@ -39,7 +39,7 @@ from fabricsim.lb.switch import MemberChoice, SwitchContext, switch_method
 from fabricsim.packetsim.core import DATA, Packet, Port, Route, Sim
 from fabricsim.routing.hashing import hash_method, scalar_hash
 from fabricsim.routing.router import Router
-from fabricsim.topology.fabric import Fabric
+from fabricsim.topology.fabric import NIC, Fabric
 
 
 class Forwarding:
@@ -115,8 +115,10 @@ def make_member_choices(
     if method.hashed:
         return None
     ctx = SwitchContext.of(sc, sim, rand)
+    tiers = fabric.node_tier.tolist()  # a multi-plane NIC is no switch: nic.plane_select
     return [
-        method.for_switch(ctx) if n >= fabric.num_hosts else None for n in range(fabric.num_nodes)
+        method.for_switch(ctx) if n >= fabric.num_hosts and tiers[n] != NIC else None
+        for n in range(fabric.num_nodes)
     ]
 
 
@@ -216,11 +218,14 @@ class RouteTable:
         self.top_of = [top_index.get(n, -1) for n in range(fabric.num_nodes)]
         self.link_dst = [int(x) for x in fabric.link_dst]
         self.uplink = [int(x) for x in fabric.host_uplink]
+        # multi_plane NICs that do not hash: the first stage follows nic.plane_select
+        self.planes = forwarding.router.planes if isinstance(forwarding, EcmpForwarding) else None
+        self.nic_stage = fabric.node_plane is not None  # the first stage is the NIC's planes
         self.cache: dict[int, Route] = {}
         self.groups: dict[tuple[int, int], tuple[int, ...]] = {}
         self.shared: dict[int, tuple[int, ...]] = {}  # the distinct groups (Fabric.group_key)
         self.paths: dict[tuple[tuple[int, ...], bool], Route] = {}
-        self.roots: dict[tuple[int, int], tuple[tuple[Callable, ...], Route | None]] = {}
+        self.roots: dict[tuple[int, ...], tuple[tuple[Callable, ...], Route | None]] = {}
         self.built = 0
         self.static = forwarding.static
 
@@ -265,6 +270,8 @@ class RouteTable:
                 break
             if n == 1:
                 link = g[0]
+            elif self.planes is not None and len(links) == 1:  # at the source's NIC
+                link = g[self.planes.member(src, dst, entropy, g)]
             else:
                 link = g[fwd.member(node, n, hkey)]
                 if self.choices is not None and self.port_objs[link].failed:
@@ -329,10 +336,15 @@ class RouteTable:
 
     def _with_choices(self, hashed: Route, src: int, dst: int) -> Route:
         """``hashed`` with its data hops replaced by the pair's decider route (if any)."""
-        root = self.roots.get((src, dst))
+        start: tuple[int, ...] = (self.uplink[src],)
+        key: tuple[int, ...] = (src, dst)
+        if self.nic_stage and len(hashed.links) > 1:  # the NIC's plane, as the packet's header
+            start = hashed.links[:2]  # gives it; the switches of the plane choose on live state
+            key = (src, dst, start[-1])
+        root = self.roots.get(key)
         if root is None:
-            links, node = self.walk((self.uplink[src],), dst)
-            root = self.roots[(src, dst)] = self.dynamic_hops(links, node, src, dst)
+            links, node = self.walk(start, dst)
+            root = self.roots[key] = self.dynamic_hops(links, node, src, dst)
         hops, fixed = root
         if fixed is not None:
             return fixed

@@ -27,7 +27,8 @@ from fabricsim.routing.hashing import (
     switch_hash_int,
     switch_salts,
 )
-from fabricsim.topology.fabric import Fabric
+from fabricsim.routing.planes import PlaneChoice
+from fabricsim.topology.fabric import NIC, Fabric
 
 Path = tuple[int, ...]
 _ALL_PORTS = np.arange(65536, dtype=np.int64)
@@ -58,6 +59,7 @@ class Router:
     dst_port: int = 4791
     proto: int = UDP
     fields: tuple[str, ...] = FIVE_TUPLE
+    planes: PlaneChoice | None = None  # multi_plane NICs that do not hash (nic.plane_select)
     _base: dict[tuple[int, int], int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -86,9 +88,11 @@ class Router:
     def for_scenario(cls, sc: Scenario, fabric: Fabric) -> Router:
         """The router of a scenario's switches (hash method, salts, ``lb.dst_port``) on ``fabric``."""
         sw = sc.switch
-        return cls.build(
+        router = cls.build(
             fabric, sc.seed, sw.hash_method, sw.salt_mode, sc.lb.dst_port, tuple(sw.hash_fields)
         )
+        router.planes = PlaneChoice.of(sc, fabric)
+        return router
 
     @property
     def deterministic(self) -> bool:
@@ -145,7 +149,12 @@ class Router:
             group = fab.ecmp_group(node, dst)
             if len(group) == 0:
                 return None
-            link = int(group[self.member(node, len(group), crc)] if len(group) > 1 else group[0])
+            if len(group) == 1:
+                link = int(group[0])
+            elif self.planes is not None and fab.node_tier[node] == NIC:
+                link = int(group[self.planes.member(src, dst, src_port, group)])
+            else:
+                link = int(group[self.member(node, len(group), crc)])
             path.append(link)
             node = int(fab.link_dst[link])
             if len(path) > 64:
@@ -206,6 +215,11 @@ class Router:
                     tiers = fab.node_tier[node[sub]]
                     for tier in np.unique(tiers):
                         t = tiers == tier
+                        if tier == NIC and self.planes is not None:  # the NIC's rule, in order
+                            member[multi[t]] = self._plane_members(
+                                sub[t], src, dst, ports, start, size, table, elinks, up_links
+                            )
+                            continue
                         x = crc[sub[t]] ^ salts[node[sub[t]]]
                         h = array_hash(x, int(tier))
                         member[multi[t]] = (h % size[sub[t]].astype(np.uint32)).astype(np.int64)
@@ -227,6 +241,17 @@ class Router:
             tuple(row[: int(d)]) if ok else None
             for row, d, ok in zip(rows, depth, alive, strict=True)
         ]
+
+    def _plane_members(self, rows, src, dst, ports, start, size, table, elinks, up_links):
+        """The NIC stage of :meth:`route_many` under a plane rule, flow by flow in order."""
+        assert self.planes is not None
+        out = np.zeros(len(rows), dtype=np.int64)
+        ports = np.asarray(ports, dtype=np.int64)
+        for i, r in enumerate(rows.tolist()):
+            lo, n = int(start[r]), int(size[r])
+            group = (elinks if table[r] else up_links)[lo : lo + n]
+            out[i] = self.planes.member(int(src[r]), int(dst[r]), int(ports[r]), group)
+        return out
 
     def ports_per_path(self, src: int, dst: int, dst_qp: int = 0) -> dict[Path, np.ndarray]:
         """Source ports (0..65535) that land on each equal-cost path from ``src`` to ``dst``
@@ -276,8 +301,11 @@ class Router:
                 stack.append((int(fab.link_dst[group[0]]), (*path, int(group[0])), sel))
                 continue
             tier = int(fab.node_tier[node])
-            h = switch_hash(crc[sel], self.method, int(self.salts[node]), tier)
-            members = (h % np.uint32(len(group))).astype(np.int64)
+            if tier == NIC and self.planes is not None:
+                members = self.planes.members(src, dst, ports[sel], group)
+            else:
+                h = switch_hash(crc[sel], self.method, int(self.salts[node]), tier)
+                members = (h % np.uint32(len(group))).astype(np.int64)
             for m in range(len(group) - 1, -1, -1):
                 chosen = sel[members == m]
                 if len(chosen):

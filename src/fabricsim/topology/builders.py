@@ -10,7 +10,7 @@ import numpy as np
 
 from fabricsim.config.models import TopologyConfig
 from fabricsim.errors import ConfigError
-from fabricsim.topology.fabric import CORE, HOST, LEAF, SPINE, Fabric
+from fabricsim.topology.fabric import CORE, HOST, LEAF, NIC, SPINE, Fabric
 from fabricsim.units import gbps_to_bps, us_to_ps
 
 
@@ -23,20 +23,29 @@ class _Draft:
     dst: list[int] = field(default_factory=list)
     rate: list[float] = field(default_factory=list)
     link_names: list[str] = field(default_factory=list)
+    ranks: list[int] = field(default_factory=list)
+    planes: list[int] = field(default_factory=list)
+    internal: list[bool] = field(default_factory=list)  # a host's link to its NIC: no delay
+    oversub_leaves: list[int] | None = None  # the leaves oversubscription is measured at
 
-    def node(self, name: str, tier: int, pod: int = -1) -> int:
+    def node(self, name: str, tier: int, pod: int = -1, rank: int | None = None, plane=-1) -> int:
         self.names.append(name)
         self.tiers.append(tier)
         self.pods.append(pod)
+        self.ranks.append(tier if rank is None else rank)
+        self.planes.append(plane)
         return len(self.names) - 1
 
-    def duplex(self, a: int, b: int, rate_bps: float, suffix: str = "") -> tuple[int, int]:
+    def duplex(
+        self, a: int, b: int, rate_bps: float, suffix: str = "", internal: bool = False
+    ) -> tuple[int, int]:
         ids = []
         for x, y in ((a, b), (b, a)):
             self.src.append(x)
             self.dst.append(y)
             self.rate.append(rate_bps)
             self.link_names.append(f"{self.names[x]}->{self.names[y]}{suffix}")
+            self.internal.append(internal)
             ids.append(len(self.src) - 1)
         return ids[0], ids[1]
 
@@ -59,6 +68,9 @@ def build_fabric(cfg: TopologyConfig) -> Fabric:
         pod_nodes = draft.pods
     elif cfg.kind == "rail_optimized":
         leaves, top, oversub = _rail_optimized(draft, cfg, host_rate, fabric_rate)
+        pod_nodes = draft.pods
+    elif cfg.kind == "multi_plane":
+        leaves, top, oversub = _multi_plane(draft, cfg, host_rate, fabric_rate)
         pod_nodes = draft.pods
     else:
         leaves, top, oversub = _fat_tree(draft, cfg, host_rate, fabric_rate)
@@ -128,6 +140,44 @@ def _rail_optimized(d: _Draft, cfg: TopologyConfig, host_rate: float, fab_rate: 
     return list(leaf.values()), spines, oversub
 
 
+def _multi_plane(d: _Draft, cfg: TopologyConfig, host_rate: float, fab_rate: float):
+    """``planes`` copies of the ``plane_kind`` fabric sharing the hosts.
+
+    Host ``h`` reaches its NIC node ``nic<h>`` over an internal link (no delay, ``planes`` x
+    ``host_link_gbps``); the NIC has one port (``host_link_gbps``) into each plane, to the leaf
+    or edge the host has in that plane.  Plane ``p``'s switches are the plane fabric's names
+    with the prefix ``p<p>_`` (``p1_leaf0``, ``p0_spine3``, ``p1_edge2_0``).  The NIC nodes
+    are the ECMP stage where a packet's plane is chosen (``nic.plane_select``).
+    """
+    base = _Draft()
+    builder = _fat_tree if cfg.plane_kind == "fat_tree" else _leaf_spine
+    _, base_top, oversub = builder(base, cfg, host_rate, fab_rate)
+    hosts = base.tiers.count(HOST)
+    for h in range(hosts):
+        d.node(f"host{h}", HOST, base.pods[h])
+    nics = [d.node(f"nic{h}", NIC, base.pods[h], rank=1) for h in range(hosts)]
+    for h in range(hosts):
+        d.duplex(h, nics[h], cfg.planes * host_rate, internal=True)
+    tops: list[int] = []
+    tors: list[int] = []
+    for plane in range(cfg.planes):
+        node = {h: nics[h] for h in range(hosts)}
+        for b in range(hosts, len(base.names)):
+            node[b] = d.node(
+                f"p{plane}_{base.names[b]}", base.tiers[b], base.pods[b], base.ranks[b] + 1, plane
+            )
+            if base.tiers[b] == LEAF:
+                tors.append(node[b])
+        for link in range(0, len(base.src), 2):  # the base's duplex pairs, in build order
+            a, b = base.src[link], base.dst[link]
+            name = base.link_names[link]
+            suffix = name[name.rindex("#") :] if "#" in name else ""
+            d.duplex(node[a], node[b], base.rate[link], suffix=suffix)
+        tops.extend(node[t] for t in base_top)
+    d.oversub_leaves = tors
+    return nics, tops, oversub
+
+
 def _fat_tree(d: _Draft, cfg: TopologyConfig, host_rate: float, fab_rate: float):
     k = cfg.k
     half = k // 2
@@ -180,16 +230,18 @@ def _finish(d: _Draft, cfg: TopologyConfig, leaves, top, oversub, pods) -> Fabri
     dst = np.array(d.dst, dtype=np.int32)
     tiers = np.array(d.tiers, dtype=np.int8)
     num_hosts = int((tiers == HOST).sum())
+    ranks = np.array(d.ranks, dtype=np.int8)
+    internal = np.array(d.internal, dtype=bool)
     per_host = _host_rates(cfg, num_hosts)
     if per_host:
-        host_end = np.where(src < num_hosts, src, np.where(dst < num_hosts, dst, -1))
-        for at in np.flatnonzero(host_end >= 0):
-            nominal[at] = per_host.get(int(host_end[at]), nominal[at])
-        oversub = _oversubscription(nominal, src, dst, num_hosts, leaves)
+        _set_host_rates(nominal, per_host, cfg.planes, src, dst, tiers, internal, num_hosts)
+        oversub = _oversubscription(nominal, src, dst, ranks, d.oversub_leaves or leaves)
     rate = nominal.copy()
     failed = np.zeros(len(names), dtype=bool)
     for name in cfg.failed_links:
         failed[_lookup(index, name, "topology.failed_links")] = True
+    withdrawn = _failed_switches(cfg, d, src, dst)
+    failed |= withdrawn
     for name, frac in cfg.degraded_links.items():
         rate[_lookup(index, name, "topology.degraded_links")] *= frac
     uplink = np.zeros(num_hosts, dtype=np.int64)
@@ -212,7 +264,7 @@ def _finish(d: _Draft, cfg: TopologyConfig, leaves, top, oversub, pods) -> Fabri
         link_dst=dst,
         link_rate_bps=rate,
         link_nominal_bps=nominal,
-        link_delay_ps=np.full(len(names), us_to_ps(cfg.link_delay_us), dtype=np.int64),
+        link_delay_ps=np.where(internal, 0, us_to_ps(cfg.link_delay_us)).astype(np.int64),
         link_failed=failed,
         link_names=list(names),
         host_leaf=host_leaf,
@@ -223,15 +275,57 @@ def _finish(d: _Draft, cfg: TopologyConfig, leaves, top, oversub, pods) -> Fabri
         withdraw_failed=cfg.failed_link_mode == "withdraw",
         oversubscription=float(oversub),
         pod_of_node=np.array(pods, dtype=np.int64),
+        node_rank=ranks,
+        link_withdrawn=withdrawn if withdrawn.any() else None,
+        planes=cfg.planes if cfg.kind == "multi_plane" else 1,
+        node_plane=np.array(d.planes, dtype=np.int64) if cfg.kind == "multi_plane" else None,
     )
 
 
-def _oversubscription(nominal, src, dst, num_hosts: int, leaves) -> float:
-    """The largest leaf's host capacity over its uplink capacity (one leaf: 1, a crossbar)."""
+def _set_host_rates(nominal, per_host, planes, src, dst, tiers, internal, num_hosts) -> None:
+    """``per_host`` rates on each host's own links: to its leaf, or (multi_plane) its NIC's
+    ports into the planes, the NIC's internal link carrying all of them."""
+    port = np.flatnonzero(tiers == NIC)
+    nic_host = np.full(len(tiers), -1, dtype=np.int64)
+    nic_host[:num_hosts] = np.arange(num_hosts)
+    nic_host[port] = port - num_hosts  # NIC nodes follow the hosts, in host order
+    ends = tiers[src] == NIC if len(port) else src < num_hosts
+    host_end = np.where(ends, nic_host[src], -1)
+    down = tiers[dst] == NIC if len(port) else dst < num_hosts
+    host_end = np.where(down, nic_host[dst], host_end)
+    host_end[internal] = -1
+    for at in np.flatnonzero(host_end >= 0):
+        nominal[at] = per_host.get(int(host_end[at]), nominal[at])
+    for at in np.flatnonzero(internal):
+        h = int(min(src[at], dst[at]))
+        nominal[at] = planes * per_host.get(h, nominal[at] / planes)
+
+
+def _failed_switches(cfg: TopologyConfig, d: _Draft, src, dst) -> np.ndarray:
+    """Links of ``topology.failed_switches`` (down and withdrawn from routing)."""
+    out = np.zeros(len(src), dtype=bool)
+    if not cfg.failed_switches:
+        return out
+    node = {n: i for i, n in enumerate(d.names)}
+    for name in cfg.failed_switches:
+        at = node.get(name)
+        if at is None or d.tiers[at] in (HOST, NIC):
+            example = next(n for n in d.names if "leaf" in n or "edge" in n)
+            raise ConfigError(
+                f"topology.failed_switches: unknown switch '{name}' (switches are named like "
+                f"'{example}')"
+            )
+        out |= (src == at) | (dst == at)
+    return out
+
+
+def _oversubscription(nominal, src, dst, ranks, leaves) -> float:
+    """The largest leaf's host-side capacity over its uplink capacity (one leaf: 1, a
+    crossbar); host side = links into the leaf from below it, up = links to above it."""
     worst = 1.0 if len(leaves) <= 1 else 0.0
     for leaf in leaves:
-        hosts = float(nominal[(dst == leaf) & (src < num_hosts)].sum())
-        up = float(nominal[(src == leaf) & (dst >= num_hosts)].sum())
+        hosts = float(nominal[(dst == leaf) & (ranks[src] < ranks[leaf])].sum())
+        up = float(nominal[(src == leaf) & (ranks[dst] > ranks[leaf])].sum())
         if up > 0 and len(leaves) > 1:
             worst = max(worst, hosts / up)
     return worst

@@ -22,8 +22,12 @@ import numpy as np
 
 from fabricsim.units import ps_to_s, transmit_ps
 
-HOST, LEAF, SPINE, CORE = 0, 1, 2, 3
-TIER_NAMES = {HOST: "host", LEAF: "leaf", SPINE: "spine", CORE: "core"}
+HOST, LEAF, SPINE, CORE, NIC = 0, 1, 2, 3, 4
+TIER_NAMES = {HOST: "host", LEAF: "leaf", SPINE: "spine", CORE: "core", NIC: "nic"}
+"""Tiers name a node's role (and feed the tier-dependent hashes); a multi-plane fabric's NIC
+nodes (``nic<h>``, the host's ports into the planes) are tier ``NIC``.  The order of nodes
+from the hosts up is their *rank* (:attr:`Fabric.node_rank`): the tier, except on multi-plane
+fabrics where a NIC is rank 1 and each plane's switches one rank above their tier."""
 #: separates a parallel link's index from the node name in link names and path labels
 PARALLEL_MARK = "#"
 
@@ -88,6 +92,10 @@ class Fabric:
     withdraw_failed: bool
     oversubscription: float
     pod_of_node: np.ndarray  # pod index (fat tree) or -1
+    node_rank: np.ndarray | None = None  # distance from the hosts up (None: the tier)
+    link_withdrawn: np.ndarray | None = None  # bool: down and out of routing (failed switches)
+    planes: int = 1  # multi_plane: plane fabrics (1 otherwise)
+    node_plane: np.ndarray | None = None  # multi_plane: plane of each switch, -1 hosts and NICs
     out_links: list[np.ndarray] = field(default_factory=list)
     link_index: dict[str, int] = field(default_factory=dict)
     _dist: np.ndarray | None = None  # (num_leaves, switches) hops to each leaf
@@ -107,6 +115,8 @@ class Fabric:
         bounds = np.searchsorted(self.link_src[order], np.arange(n + 1))
         self.out_links = [order[bounds[i] : bounds[i + 1]] for i in range(n)]
         self.link_index = {name: i for i, name in enumerate(self.link_names)}
+        if self.node_rank is None:
+            self.node_rank = self.node_tier
         self.link_hop = self._hops()
         self._leaf_row = {int(leaf): i for i, leaf in enumerate(self.leaves)}
         self._dist = self._distances()
@@ -125,8 +135,18 @@ class Fabric:
         return self.node_names[: self.num_hosts]
 
     def usable(self, link: int) -> bool:
-        """Whether routing may use ``link`` (failed links are withdrawn only in withdraw mode)."""
+        """Whether routing may use ``link`` (failed links are withdrawn only in withdraw mode;
+        the links of a failed switch always)."""
+        if self.link_withdrawn is not None and self.link_withdrawn[link]:
+            return False
         return not (self.withdraw_failed and self.link_failed[link])
+
+    def usable_links(self) -> np.ndarray:
+        """:meth:`usable` of every link, as a bool array."""
+        ok = ~self.link_failed if self.withdraw_failed else np.ones(self.num_links, dtype=bool)
+        if self.link_withdrawn is not None:
+            ok &= ~self.link_withdrawn
+        return ok
 
     def host_rate_bps(self, host: int) -> float:
         return float(self.link_rate_bps[self.host_uplink[host]])
@@ -154,8 +174,7 @@ class Fabric:
         """
         h = self.num_hosts
         n = self.num_nodes - h
-        ok = np.array([self.usable(link) for link in range(self.num_links)], dtype=bool)
-        ok &= (self.link_src >= h) & (self.link_dst >= h)
+        ok = self.usable_links() & (self.link_src >= h) & (self.link_dst >= h)
         # reversed links: into each switch, from the switches linked to it (ids - h)
         order = np.argsort(self.link_dst[ok], kind="stable")
         into = self.link_dst[ok][order].astype(np.int64) - h
@@ -213,13 +232,13 @@ class Fabric:
     def _switch_links(self) -> None:
         """The usable switch-to-switch links sorted by (source, id), their ends, which of them
         lead to a higher tier, and every switch's usable up-links as CSR (``_up``)."""
-        ok = np.array([self.usable(link) for link in range(self.num_links)], dtype=bool)
         h = self.num_hosts
-        ok &= (self.link_src >= h) & (self.link_dst >= h)
+        ok = self.usable_links() & (self.link_src >= h) & (self.link_dst >= h)
         cand = np.flatnonzero(ok)
         cand = cand[np.argsort(self.link_src[cand], kind="stable")]
         src, dst = self.link_src[cand].astype(np.int64), self.link_dst[cand].astype(np.int64)
-        up = self.node_tier[dst] > self.node_tier[src]
+        rank = self.node_rank if self.node_rank is not None else self.node_tier
+        up = rank[dst] > rank[src]
         self._fabric_links = (cand, src, dst, up)
         self._n_up = np.bincount(src[up], minlength=self.num_nodes)
         start = np.concatenate(([0], np.cumsum(self._n_up))).astype(np.int64)
