@@ -26,14 +26,14 @@ def test_gpu_r_of_every_server_sits_on_rail_r():
     assert split.oversubscription == pytest.approx(2 * 100 / (4 * 100))
 
 
-def _bytes(tmp_path, rows: list[tuple[str, str]], engine: str = "packet"):
+def _bytes(tmp_path, rows: list[tuple[str, str]], engine: str = "packet", **topology):
     trace = tmp_path / "t.csv"
     lines = ["src,dst,size_bytes,start_s"] + [f"{a},{b},200000,0" for a, b in rows]
     trace.write_text("\n".join(lines) + "\n")
     sc = load_scenario(
         {
             "name": "rails",
-            "topology": RAILS,
+            "topology": {**RAILS, **topology},
             "workload": {"kind": "trace", "path": str(trace)},
             "records": {"port_stats": True},
         }
@@ -82,3 +82,57 @@ def test_shape_keys_of_another_kind_are_refused():
     )
     with pytest.raises(fabricsim.errors.EngineRefusal, match="topology.rails does nothing"):
         check_supported(sc, "flow")
+
+
+def _nvlink_bytes(res) -> int:
+    ports = res.tables["port_stats"]
+    return int(ports[ports.link.str.contains("nvs")]["bytes"].sum())
+
+
+def test_pxn_sends_cross_rail_traffic_over_nvlink_then_one_rail(tmp_path):
+    rows = [("0:0", "1:5"), ("2:1", "3:2"), ("1:7", "0:0")]
+    spine_bytes, res = _bytes(tmp_path, rows, pxn=True)
+    assert spine_bytes == 0 and _nvlink_bytes(res) >= 3 * 200_000
+    assert list(res.flows["path"]) == [
+        "nic0>nvs0>nic5>rail5_leaf0>nic13",  # NVLink to GPU 5 of server 0, then rail 5
+        "nic17>nvs2>nic18>rail2_leaf0>nic26",
+        "nic15>nvs1>nic8>rail0_leaf0>nic0",
+    ]
+    ports = res.tables["port_stats"].set_index("link")
+    assert ports.loc["nic5->rail5_leaf0", "bytes"] >= 200_000  # the proxy GPU's NIC carries it
+    nvlink = ports.loc["nic0->nvs0"]
+    assert nvlink["rate_bps"] == 3600e9 and nvlink["trims"] == nvlink["drops"] == 0
+    same_rail, res = _bytes(tmp_path, [("0:3", "2:3")], pxn=True)
+    assert (
+        same_rail == 0
+        and _nvlink_bytes(res) == 0
+        and res.flows["path"][0] == ("nic3>rail3_leaf0>nic19")
+    )
+    flow = fabricsim.run(
+        load_scenario(
+            {"name": "pxn", "topology": {**RAILS, "pxn": True}, "workload": {"kind": "permutation"}}
+        ),
+        engine="flow",
+    )
+    cross = flow.flows[flow.flows["path"].str.contains("nvs")]
+    assert len(cross) and not cross["path"].str.contains("spine").any()
+    assert flow.summary["flows_completed"] == 32
+
+
+def test_pxn_keeps_the_spines_where_nvlink_is_no_shorter(tmp_path):
+    """Several leaf groups per rail: to another group, NVLink would add hops; the spines
+    carry it from the source's own rail (PXN within a rail group only)."""
+    spine_bytes, res = _bytes(tmp_path, [("0:0", "3:1")], pxn=True, servers_per_leaf=2)
+    assert spine_bytes > 0 and _nvlink_bytes(res) == 0
+    assert res.flows["path"][0].startswith("nic0>rail0_leaf0>spine")
+
+
+def test_pxn_without_the_rail_kind_is_refused():
+    sc = load_scenario({"name": "x", "workload": {"kind": "permutation"}}).with_overrides(
+        {"topology.pxn": True}
+    )
+    with pytest.raises(fabricsim.errors.EngineRefusal, match="topology.pxn does nothing"):
+        check_supported(sc, "flow")
+    rail = load_scenario({"name": "x", "topology": RAILS, "workload": {"kind": "permutation"}})
+    with pytest.raises(fabricsim.errors.EngineRefusal, match="nvlink_gbps=900.0 is read only"):
+        check_supported(rail.with_overrides({"topology.nvlink_gbps": 900}), "flow")

@@ -27,7 +27,14 @@ from fabricsim.config.models import Scenario
 from fabricsim.errors import EngineRefusal
 
 # Keys of one fabric shape.
-_RAIL_KEYS = ("topology.servers", "topology.rails", "topology.servers_per_leaf")
+_RAIL_KEYS = (
+    "topology.servers",
+    "topology.rails",
+    "topology.servers_per_leaf",
+    "topology.pxn",
+    "topology.nvlink_gbps",
+    "topology.nvlink_delay_us",
+)
 _PLANE_KEYS = ("topology.planes", "topology.plane_kind")
 _TREE_KEYS = ("topology.k", "topology.hosts_per_edge")
 _LEAF_SPINE_KEYS = (
@@ -74,6 +81,8 @@ SELECTED_KEYS: dict[str, tuple[str, Any]] = {
     "nic.roce.retransmit": ("nic.transport", "roce"),
     "nic.roce.nak_interval_us": ("nic.transport", "roce"),
     "nic.plane_select": ("topology.kind", "multi_plane"),
+    "topology.nvlink_gbps": ("topology.pxn", True),
+    "topology.nvlink_delay_us": ("topology.pxn", True),
     "nic.pinned_plane": ("nic.plane_select", "pinned"),
     "switch.pfc_xoff_bytes": ("switch.pfc", True),
     "switch.pfc_xon_bytes": ("switch.pfc", True),

@@ -41,7 +41,16 @@ KIND_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "topology": {
         "leaf_spine": ("spines", "leaves", "hosts_per_leaf", "parallel_links"),
         "fat_tree": ("k", "hosts_per_edge"),
-        "rail_optimized": ("servers", "rails", "servers_per_leaf", "spines", "parallel_links"),
+        "rail_optimized": (
+            "servers",
+            "rails",
+            "servers_per_leaf",
+            "spines",
+            "parallel_links",
+            "pxn",
+            "nvlink_gbps",
+            "nvlink_delay_us",
+        ),  # fmt: skip
         "multi_plane": (
             "planes",
             "plane_kind",

@@ -91,6 +91,19 @@ class TopologyConfig(_Model):
         description="rail_optimized: servers one rail leaf serves (null: all; fewer gives each "
         "rail several leaves)",
     )
+    pxn: bool = Field(
+        False,
+        description="rail_optimized: cross-rail traffic goes over the source server's NVLink to "
+        "the GPU on the destination's rail and leaves by that GPU's NIC (NCCL PXN); traffic "
+        "between GPUs of one server uses NVLink",
+    )
+    nvlink_gbps: float = Field(
+        3600.0,
+        ge=1e-6,
+        le=1e6,
+        description="pxn: each GPU's NVLink rate to its server's NVSwitch, Gbps",
+    )
+    nvlink_delay_us: float = Field(0.1, ge=0, le=1e6, description="pxn: NVLink hop delay, us")
     k: int = Field(8, ge=2, le=128, description="fat tree: switch radix (even)")
     hosts_per_edge: int | None = Field(
         None,

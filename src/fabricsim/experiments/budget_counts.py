@@ -85,9 +85,14 @@ def _fabric(sc: Any) -> _Fabric:
         hosts = int(t.servers) * int(t.rails)
     links = 2 * (hosts + leaves * spines * par)
     path_links = 4 if leaves > 1 else 2
+    nodes = hosts + leaves + spines
+    if t.kind == "rail_optimized" and t.pxn:  # a NIC node per GPU, an NVSwitch per server
+        nodes += hosts + int(t.servers)
+        links += 4 * hosts
+        path_links += 2
     return _Fabric(
-        "leaf_spine", hosts, hosts + leaves + spines, links, leaves, spines, spines * par,
-        path_links, host_bps, fabric_bps,
+        "leaf_spine", hosts, nodes, links, leaves, spines, spines * par, path_links, host_bps,
+        fabric_bps,
     )  # fmt: skip
 
 

@@ -63,7 +63,7 @@ from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_mem
 from fabricsim.rng import stream
 from fabricsim.routing.router import Router
 from fabricsim.topology.builders import fabric_for
-from fabricsim.topology.fabric import NIC, Fabric, label_nodes
+from fabricsim.topology.fabric import NIC, NVSWITCH, Fabric, label_nodes
 from fabricsim.units import MAX_TIME_S, PS_PER_S, bdp_bytes, ps_to_s, s_to_ps, s_to_us, us_to_ps
 from fabricsim.workloads.base import FlowTable
 
@@ -273,7 +273,7 @@ class PacketEngine:
         fab, sw = self.fabric, self.sc.switch
         ports: list[Port] = []
         budgets: list[int] = []  # each link's buffer (its far end's ingress budget)
-        nic_tier = (fab.node_tier == NIC).tolist()
+        nic_tier = np.isin(fab.node_tier, (NIC, NVSWITCH)).tolist()  # NIC and NVLink ports
         for link in range(fab.num_links):
             rate = float(fab.link_rate_bps[link])
             cap = sw.buffer_bytes or max(
@@ -294,7 +294,7 @@ class PacketEngine:
             cls = HostPort if fab.link_src[link] < fab.num_hosts else Port
             if cls is HostPort:
                 cap = hcap = UNBOUNDED  # the NIC pulls: nothing waits at its own port
-            elif nic_tier[int(fab.link_src[link])]:  # a multi-plane NIC's port: its own queue,
+            elif nic_tier[int(fab.link_src[link])]:  # a NIC's or NVSwitch's port: its own queue,
                 cap = hcap = kmin = kmax = UNBOUNDED  # never trimmed, dropped or marked
             port = cls(
                 self.sim,

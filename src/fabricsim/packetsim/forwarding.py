@@ -115,9 +115,9 @@ def make_member_choices(
     if method.hashed:
         return None
     ctx = SwitchContext.of(sc, sim, rand)
-    tiers = fabric.node_tier.tolist()  # a multi-plane NIC is no switch: nic.plane_select
+    tiers = fabric.node_tier.tolist()  # NIC nodes and NVSwitches are no fabric switches
     return [
-        method.for_switch(ctx) if n >= fabric.num_hosts and tiers[n] != NIC else None
+        method.for_switch(ctx) if n >= fabric.num_hosts and tiers[n] < NIC else None
         for n in range(fabric.num_nodes)
     ]
 
@@ -218,9 +218,11 @@ class RouteTable:
         self.top_of = [top_index.get(n, -1) for n in range(fabric.num_nodes)]
         self.link_dst = [int(x) for x in fabric.link_dst]
         self.uplink = [int(x) for x in fabric.host_uplink]
-        # multi_plane NICs that do not hash: the first stage follows nic.plane_select
-        self.planes = forwarding.router.planes if isinstance(forwarding, EcmpForwarding) else None
-        self.nic_stage = fabric.node_plane is not None  # the first stage is the NIC's planes
+        # a NIC stage that does not hash (nic.plane_select, PXN): the source NIC's rule
+        self.nic_rule = (
+            forwarding.router.nic_rule if isinstance(forwarding, EcmpForwarding) else None
+        )
+        self.nic_stage = bool((fabric.node_tier == NIC).any())  # hosts reach NIC nodes first
         self.cache: dict[int, Route] = {}
         self.groups: dict[tuple[int, int], tuple[int, ...]] = {}
         self.shared: dict[int, tuple[int, ...]] = {}  # the distinct groups (Fabric.group_key)
@@ -270,8 +272,8 @@ class RouteTable:
                 break
             if n == 1:
                 link = g[0]
-            elif self.planes is not None and len(links) == 1:  # at the source's NIC
-                link = g[self.planes.member(src, dst, entropy, g)]
+            elif self.nic_rule is not None and len(links) == 1:  # at the source's NIC
+                link = g[self.nic_rule.member(src, dst, entropy, g)]
             else:
                 link = g[fwd.member(node, n, hkey)]
                 if self.choices is not None and self.port_objs[link].failed:

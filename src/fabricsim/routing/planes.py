@@ -1,4 +1,4 @@
-"""Which plane a packet leaves on, on a multi-plane fabric (``nic.plane_select``).
+"""The NIC stage of a path: which plane (``nic.plane_select``), or NVLink first (PXN).
 
 A multi-plane fabric's host reaches the planes through its NIC node (``nic<h>``), whose ports
 form the first ECMP stage of every path (:mod:`fabricsim.topology.builders`).  Under
@@ -13,6 +13,12 @@ object of this module is needed.  The other rules are a :class:`PlaneChoice`:
 
 A plane the NIC cannot reach the destination through (its port or that plane's leaf is down)
 is not in the stage's group; the packet then takes the next plane up that is (cyclically).
+
+On a rail-optimized fabric with ``topology.pxn`` a GPU's NIC node has two ports, its rail leaf
+and the server's NVSwitch; :class:`PxnChoice` sends traffic for another rail over NVLink
+whenever that is one of the stage's equal-cost choices (the destination's rail leaf is as
+close to the peer GPU as the spines are: one leaf group, or the same one), and the NVSwitch
+hands it to the NIC on the destination's rail (:meth:`Fabric.groups_toward`).
 
 Examples
 --------
@@ -31,7 +37,41 @@ import numpy as np
 
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
-from fabricsim.topology.fabric import Fabric
+from fabricsim.topology.fabric import NVSWITCH, Fabric
+
+
+def nic_rule(sc: Scenario, fabric: Fabric) -> PlaneChoice | PxnChoice | None:
+    """The rule of the fabric's NIC stage, or None when its NICs hash (or it has none)."""
+    if fabric.rails:
+        return PxnChoice(fabric)
+    return PlaneChoice.of(sc, fabric)
+
+
+class PxnChoice:
+    """PXN: a source NIC sends over NVLink when that is one of its choices.
+
+    Examples
+    --------
+    >>> from fabricsim.config import TopologyConfig
+    >>> from fabricsim.topology import build_fabric
+    >>> fab = build_fabric(TopologyConfig(kind="rail_optimized", servers=2, rails=2, pxn=True))
+    >>> nic = int(fab.host_leaf[0])
+    >>> group = fab.ecmp_group(nic, 3)  # GPU 0 of server 0 to GPU 1 of server 1
+    >>> [fab.link_names[x] for x in group], fab.link_names[group[PxnChoice(fab).member(0, 3, 0, group)]]
+    (['nic0->rail0_leaf0', 'nic0->nvs0'], 'nic0->nvs0')
+    """
+
+    def __init__(self, fabric: Fabric) -> None:
+        self.to_nvswitch = (fabric.node_tier[fabric.link_dst] == NVSWITCH).tolist()
+
+    def member(self, src: int, dst: int, entropy: int, group) -> int:
+        for i, link in enumerate(group):
+            if self.to_nvswitch[int(link)]:
+                return i
+        return 0
+
+    def members(self, src: int, dst: int, entropies: np.ndarray, group) -> np.ndarray:
+        return np.full(len(entropies), self.member(src, dst, 0, group), dtype=np.int64)
 
 
 class PlaneChoice:

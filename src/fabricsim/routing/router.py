@@ -27,7 +27,7 @@ from fabricsim.routing.hashing import (
     switch_hash_int,
     switch_salts,
 )
-from fabricsim.routing.planes import PlaneChoice
+from fabricsim.routing.planes import PlaneChoice, PxnChoice, nic_rule
 from fabricsim.topology.fabric import NIC, Fabric
 
 Path = tuple[int, ...]
@@ -59,7 +59,7 @@ class Router:
     dst_port: int = 4791
     proto: int = UDP
     fields: tuple[str, ...] = FIVE_TUPLE
-    planes: PlaneChoice | None = None  # multi_plane NICs that do not hash (nic.plane_select)
+    nic_rule: PlaneChoice | PxnChoice | None = None  # a NIC stage that does not hash
     _base: dict[tuple[int, int], int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -91,7 +91,7 @@ class Router:
         router = cls.build(
             fabric, sc.seed, sw.hash_method, sw.salt_mode, sc.lb.dst_port, tuple(sw.hash_fields)
         )
-        router.planes = PlaneChoice.of(sc, fabric)
+        router.nic_rule = nic_rule(sc, fabric)
         return router
 
     @property
@@ -151,8 +151,8 @@ class Router:
                 return None
             if len(group) == 1:
                 link = int(group[0])
-            elif self.planes is not None and fab.node_tier[node] == NIC:
-                link = int(group[self.planes.member(src, dst, src_port, group)])
+            elif self.nic_rule is not None and fab.node_tier[node] == NIC:
+                link = int(group[self.nic_rule.member(src, dst, src_port, group)])
             else:
                 link = int(group[self.member(node, len(group), crc)])
             path.append(link)
@@ -215,7 +215,7 @@ class Router:
                     tiers = fab.node_tier[node[sub]]
                     for tier in np.unique(tiers):
                         t = tiers == tier
-                        if tier == NIC and self.planes is not None:  # the NIC's rule, in order
+                        if tier == NIC and self.nic_rule is not None:  # the NIC's rule, in order
                             member[multi[t]] = self._plane_members(
                                 sub[t], src, dst, ports, start, size, table, elinks, up_links
                             )
@@ -244,13 +244,13 @@ class Router:
 
     def _plane_members(self, rows, src, dst, ports, start, size, table, elinks, up_links):
         """The NIC stage of :meth:`route_many` under a plane rule, flow by flow in order."""
-        assert self.planes is not None
+        assert self.nic_rule is not None
         out = np.zeros(len(rows), dtype=np.int64)
         ports = np.asarray(ports, dtype=np.int64)
         for i, r in enumerate(rows.tolist()):
             lo, n = int(start[r]), int(size[r])
             group = (elinks if table[r] else up_links)[lo : lo + n]
-            out[i] = self.planes.member(int(src[r]), int(dst[r]), int(ports[r]), group)
+            out[i] = self.nic_rule.member(int(src[r]), int(dst[r]), int(ports[r]), group)
         return out
 
     def ports_per_path(self, src: int, dst: int, dst_qp: int = 0) -> dict[Path, np.ndarray]:
@@ -301,8 +301,8 @@ class Router:
                 stack.append((int(fab.link_dst[group[0]]), (*path, int(group[0])), sel))
                 continue
             tier = int(fab.node_tier[node])
-            if tier == NIC and self.planes is not None:
-                members = self.planes.members(src, dst, ports[sel], group)
+            if tier == NIC and self.nic_rule is not None:
+                members = self.nic_rule.members(src, dst, ports[sel], group)
             else:
                 h = switch_hash(crc[sel], self.method, int(self.salts[node]), tier)
                 members = (h % np.uint32(len(group))).astype(np.int64)

@@ -10,7 +10,7 @@ import numpy as np
 
 from fabricsim.config.models import TopologyConfig
 from fabricsim.errors import ConfigError
-from fabricsim.topology.fabric import CORE, HOST, LEAF, NIC, SPINE, Fabric
+from fabricsim.topology.fabric import CORE, HOST, LEAF, NIC, NVSWITCH, SPINE, Fabric
 from fabricsim.units import gbps_to_bps, us_to_ps
 
 
@@ -26,6 +26,7 @@ class _Draft:
     ranks: list[int] = field(default_factory=list)
     planes: list[int] = field(default_factory=list)
     internal: list[bool] = field(default_factory=list)  # a host's link to its NIC: no delay
+    delay_us: dict[int, float] = field(default_factory=dict)  # links not at link_delay_us
     oversub_leaves: list[int] | None = None  # the leaves oversubscription is measured at
 
     def node(self, name: str, tier: int, pod: int = -1, rank: int | None = None, plane=-1) -> int:
@@ -37,7 +38,13 @@ class _Draft:
         return len(self.names) - 1
 
     def duplex(
-        self, a: int, b: int, rate_bps: float, suffix: str = "", internal: bool = False
+        self,
+        a: int,
+        b: int,
+        rate_bps: float,
+        suffix: str = "",
+        internal: bool = False,
+        delay_us: float | None = None,
     ) -> tuple[int, int]:
         ids = []
         for x, y in ((a, b), (b, a)):
@@ -46,6 +53,8 @@ class _Draft:
             self.rate.append(rate_bps)
             self.link_names.append(f"{self.names[x]}->{self.names[y]}{suffix}")
             self.internal.append(internal)
+            if internal or delay_us is not None:
+                self.delay_us[len(self.src) - 1] = 0.0 if internal else float(delay_us or 0.0)
             ids.append(len(self.src) - 1)
         return ids[0], ids[1]
 
@@ -120,21 +129,50 @@ def rail_leaves_per_rail(cfg: TopologyConfig) -> int:
 
 def _rail_optimized(d: _Draft, cfg: TopologyConfig, host_rate: float, fab_rate: float):
     """GPU ``r`` of server ``s`` is host ``s x rails + r`` (named ``host<i>``), on leaf
-    ``rail<r>_leaf<s // servers_per_leaf>``; every leaf connects to every spine."""
+    ``rail<r>_leaf<s // servers_per_leaf>``; every leaf connects to every spine.
+
+    With ``pxn`` every GPU sends through its NIC node ``nic<h>`` (an internal link at the NIC
+    rate: the GPU's injection budget) whose ports are the rail leaf and the server's NVSwitch
+    ``nvs<s>`` (``nvlink_gbps``, ``nvlink_delay_us``); the source NIC stage sends cross-rail
+    traffic over NVLink to the NIC of the destination's rail when that is as short
+    (:class:`fabricsim.routing.planes.PxnChoice`).
+    """
     rails, per = cfg.rails, cfg.servers_per_leaf or cfg.servers
     hosts = cfg.servers * rails
     for h in range(hosts):
         d.node(f"host{h}", HOST)
+    nics = [d.node(f"nic{h}", NIC, rank=1) for h in range(hosts)] if cfg.pxn else list(range(hosts))
     groups = rail_leaves_per_rail(cfg)
-    leaf = {(r, j): d.node(f"rail{r}_leaf{j}", LEAF) for r in range(rails) for j in range(groups)}
-    spines = [d.node(f"spine{i}", SPINE) for i in range(cfg.spines)]
+    rank = 2 if cfg.pxn else None
+    leaf = {
+        (r, j): d.node(f"rail{r}_leaf{j}", LEAF, rank=rank)
+        for r in range(rails)
+        for j in range(groups)
+    }
+    spines = [d.node(f"spine{i}", SPINE, rank=3 if cfg.pxn else None) for i in range(cfg.spines)]
+    if cfg.pxn:
+        nvs = [d.node(f"nvs{s}", NVSWITCH, rank=2) for s in range(cfg.servers)]
+        for h in range(hosts):
+            d.duplex(h, nics[h], host_rate, internal=True)
     for h in range(hosts):
         server, rail = divmod(h, rails)
-        d.duplex(h, leaf[(rail, server // per)], host_rate)
+        d.duplex(nics[h], leaf[(rail, server // per)], host_rate)
     for node in leaf.values():
         for spine in spines:
             for p in range(cfg.parallel_links):
                 d.duplex(node, spine, fab_rate, suffix=f"#{p}" if p else "")
+    if cfg.pxn:
+        nvlink = float(gbps_to_bps(cfg.nvlink_gbps))
+        for h in range(hosts):
+            d.duplex(nics[h], nvs[h // rails], nvlink, delay_us=cfg.nvlink_delay_us)
+        d.oversub_leaves = list(leaf.values())
+        return (
+            nics,
+            spines,
+            min(per, cfg.servers) * host_rate / (cfg.spines * cfg.parallel_links * fab_rate)
+            if len(leaf) > 1
+            else 1.0,
+        )
     up = cfg.spines * cfg.parallel_links * fab_rate
     oversub = min(per, cfg.servers) * host_rate / up if len(leaf) > 1 else 1.0
     return list(leaf.values()), spines, oversub
@@ -234,7 +272,8 @@ def _finish(d: _Draft, cfg: TopologyConfig, leaves, top, oversub, pods) -> Fabri
     internal = np.array(d.internal, dtype=bool)
     per_host = _host_rates(cfg, num_hosts)
     if per_host:
-        _set_host_rates(nominal, per_host, cfg.planes, src, dst, tiers, internal, num_hosts)
+        ports = cfg.planes if cfg.kind == "multi_plane" else 1
+        _set_host_rates(nominal, per_host, ports, src, dst, tiers, internal, num_hosts)
         oversub = _oversubscription(nominal, src, dst, ranks, d.oversub_leaves or leaves)
     rate = nominal.copy()
     failed = np.zeros(len(names), dtype=bool)
@@ -264,7 +303,7 @@ def _finish(d: _Draft, cfg: TopologyConfig, leaves, top, oversub, pods) -> Fabri
         link_dst=dst,
         link_rate_bps=rate,
         link_nominal_bps=nominal,
-        link_delay_ps=np.where(internal, 0, us_to_ps(cfg.link_delay_us)).astype(np.int64),
+        link_delay_ps=_delays(d, cfg, len(names)),
         link_failed=failed,
         link_names=list(names),
         host_leaf=host_leaf,
@@ -279,6 +318,7 @@ def _finish(d: _Draft, cfg: TopologyConfig, leaves, top, oversub, pods) -> Fabri
         link_withdrawn=withdrawn if withdrawn.any() else None,
         planes=cfg.planes if cfg.kind == "multi_plane" else 1,
         node_plane=np.array(d.planes, dtype=np.int64) if cfg.kind == "multi_plane" else None,
+        rails=cfg.rails if cfg.kind == "rail_optimized" and cfg.pxn else 0,
     )
 
 
@@ -293,12 +333,20 @@ def _set_host_rates(nominal, per_host, planes, src, dst, tiers, internal, num_ho
     host_end = np.where(ends, nic_host[src], -1)
     down = tiers[dst] == NIC if len(port) else dst < num_hosts
     host_end = np.where(down, nic_host[dst], host_end)
-    host_end[internal] = -1
+    host_end[internal | (tiers[src] == NVSWITCH) | (tiers[dst] == NVSWITCH)] = -1  # not NVLink
     for at in np.flatnonzero(host_end >= 0):
         nominal[at] = per_host.get(int(host_end[at]), nominal[at])
     for at in np.flatnonzero(internal):
         h = int(min(src[at], dst[at]))
         nominal[at] = planes * per_host.get(h, nominal[at] / planes)
+
+
+def _delays(d: _Draft, cfg: TopologyConfig, n: int) -> np.ndarray:
+    """Per link, ps: ``topology.link_delay_us``, none inside a host, NVLink its own."""
+    out = np.full(n, us_to_ps(cfg.link_delay_us), dtype=np.int64)
+    for link, us in d.delay_us.items():
+        out[link] = us_to_ps(us)
+    return out
 
 
 def _failed_switches(cfg: TopologyConfig, d: _Draft, src, dst) -> np.ndarray:

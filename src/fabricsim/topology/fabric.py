@@ -22,12 +22,21 @@ import numpy as np
 
 from fabricsim.units import ps_to_s, transmit_ps
 
-HOST, LEAF, SPINE, CORE, NIC = 0, 1, 2, 3, 4
-TIER_NAMES = {HOST: "host", LEAF: "leaf", SPINE: "spine", CORE: "core", NIC: "nic"}
-"""Tiers name a node's role (and feed the tier-dependent hashes); a multi-plane fabric's NIC
-nodes (``nic<h>``, the host's ports into the planes) are tier ``NIC``.  The order of nodes
-from the hosts up is their *rank* (:attr:`Fabric.node_rank`): the tier, except on multi-plane
-fabrics where a NIC is rank 1 and each plane's switches one rank above their tier."""
+HOST, LEAF, SPINE, CORE, NIC, NVSWITCH = 0, 1, 2, 3, 4, 5
+TIER_NAMES = {
+    HOST: "host",
+    LEAF: "leaf",
+    SPINE: "spine",
+    CORE: "core",
+    NIC: "nic",
+    NVSWITCH: "nvswitch",
+}
+"""Tiers name a node's role (and feed the tier-dependent hashes).  A multi-plane fabric's NIC
+nodes (``nic<h>``, the host's ports into the planes) are tier ``NIC``, as are a PXN rail
+fabric's (each GPU's NIC, with a port to its server's NVSwitch ``nvs<s>``, tier
+``NVSWITCH``).  The order of nodes from the hosts up is their *rank*
+(:attr:`Fabric.node_rank`): the tier, except where there are NIC nodes: they are rank 1, and
+the switches above them one rank above their tier (an NVSwitch is rank 2)."""
 #: separates a parallel link's index from the node name in link names and path labels
 PARALLEL_MARK = "#"
 
@@ -96,6 +105,7 @@ class Fabric:
     link_withdrawn: np.ndarray | None = None  # bool: down and out of routing (failed switches)
     planes: int = 1  # multi_plane: plane fabrics (1 otherwise)
     node_plane: np.ndarray | None = None  # multi_plane: plane of each switch, -1 hosts and NICs
+    rails: int = 0  # a PXN rail fabric: GPUs per server (its NVSwitch forwards by rail)
     out_links: list[np.ndarray] = field(default_factory=list)
     link_index: dict[str, int] = field(default_factory=dict)
     _dist: np.ndarray | None = None  # (num_leaves, switches) hops to each leaf
@@ -107,6 +117,8 @@ class Fabric:
     _n_up: np.ndarray | None = None  # usable up-links per node
     _up: tuple[np.ndarray, np.ndarray] = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
     _hop_cache: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
+    _into_nic: np.ndarray | None = None  # per usable switch link: into a NIC node
+    _nv_rail: np.ndarray | None = None  # per usable switch link from an NVSwitch: its NIC's rail
     link_hop: list[str] = field(default_factory=list)  # label of the node each link reaches
 
     def __post_init__(self) -> None:
@@ -240,6 +252,10 @@ class Fabric:
         rank = self.node_rank if self.node_rank is not None else self.node_tier
         up = rank[dst] > rank[src]
         self._fabric_links = (cand, src, dst, up)
+        if (self.node_tier == NIC).any():
+            self._into_nic = self.node_tier[dst] == NIC
+            from_nv = self.node_tier[src] == NVSWITCH
+            self._nv_rail = np.where(from_nv, (dst - h) % max(self.rails, 1), -1)
         self._n_up = np.bincount(src[up], minlength=self.num_nodes)
         start = np.concatenate(([0], np.cumsum(self._n_up))).astype(np.int64)
         self._up = (start, cand[up].astype(np.int64))
@@ -264,6 +280,12 @@ class Fabric:
         h = self.num_hosts
         here = dist[src - h]
         sel = (here >= 0) & (dist[dst - h] == here - 1)
+        if self._into_nic is not None:  # a NIC forwards for its own host (and PXN's proxy)
+            sel &= ~self._into_nic | (dst == leaf)
+            nv = self._nv_rail
+            if self.rails and nv is not None:  # an NVSwitch hands a packet to the NIC on the
+                rail = (leaf - h) % self.rails  # destination's rail (NICs follow the hosts)
+                sel = np.where(nv >= 0, nv == rail, sel)
         n = self.num_nodes
         n_sel = np.bincount(src[sel], minlength=n)
         n_sel_up = np.bincount(src[sel & up], minlength=n)
