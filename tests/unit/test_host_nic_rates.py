@@ -66,3 +66,25 @@ def test_rate_based_moe_stays_near_its_bound_on_mixed_nics():
         out[sched] = fabricsim.run(sc).summary["cct_inflation"]
     print(f"mixed 200/400/800 Gbps NICs, MoE CCT inflation: {out}")
     assert out["rate_based"] <= 1.02 < out["round_robin"]
+
+
+def test_a_fat_tree_takes_a_rate_per_switch_tier():
+    from fabricsim.errors import EngineRefusal
+    from fabricsim.experiments.engines import check_supported
+
+    fab = build_fabric(
+        TopologyConfig(kind="fat_tree", k=4, host_link_gbps=200, fabric_link_gbps=400,
+                       core_link_gbps=800)
+    )  # fmt: skip
+    rate = dict(zip(fab.link_names, fab.link_rate_bps, strict=True))
+    assert rate["host0->edge0_0"] == 200e9 and rate["edge0_0->agg0_0"] == 400e9
+    assert rate["agg0_0->core0"] == rate["core0->agg0_0"] == 800e9
+    same = build_fabric(TopologyConfig(kind="fat_tree", k=4, fabric_link_gbps=400))
+    assert same.link_rate_bps[same.link_index["agg0_0->core0"]] == 400e9  # null: the fabric's
+    planes = build_fabric(
+        TopologyConfig(kind="multi_plane", plane_kind="fat_tree", k=4, core_link_gbps=800)
+    )
+    assert planes.link_rate_bps[planes.link_index["p1_agg0_0->p1_core0"]] == 800e9
+    sc = load_scenario("ecmp-collision").with_overrides({"topology.core_link_gbps": 800})
+    with pytest.raises(EngineRefusal, match="topology.core_link_gbps does nothing"):
+        check_supported(sc, "flow")

@@ -183,3 +183,18 @@ def test_switch_methods_act_inside_the_plane_the_nic_chose():
     hashed = fabricsim.run(_scenario(), engine="flow")
     for adaptive, plain in zip(res.flows["path"], hashed.flows["path"], strict=True):
         assert _plane(adaptive) == _plane(plain)  # the NIC's plane, whatever the switches do
+
+
+def test_compare_and_the_report_run_on_the_hpn_example(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from fabricsim.cli import main
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "hpn_dual_plane.yaml"
+    monkeypatch.chdir(tmp_path)
+    fluid = ["--engine", "flow", "--set", "nic.packet_spraying_type=oblivious"]  # no REPS there
+    assert main(["compare", str(example), *fluid, "--out", "C", "--quiet"]) == 0
+    table = (tmp_path / "C" / "compare.csv").read_text()
+    assert table.startswith("method,") and "ecmp" in table and "ideal_spray" in table
+    assert main(["run", str(example), *fluid, "--out", "R", "--quiet"]) == 0
+    assert main(["report", "R"]) == 0 and (tmp_path / "R" / "report.html").stat().st_size > 0

@@ -36,7 +36,7 @@ _RAIL_KEYS = (
     "topology.nvlink_delay_us",
 )
 _PLANE_KEYS = ("topology.planes", "topology.plane_kind")
-_TREE_KEYS = ("topology.k", "topology.hosts_per_edge")
+_TREE_KEYS = ("topology.k", "topology.hosts_per_edge", "topology.core_link_gbps")
 _LEAF_SPINE_KEYS = (
     "topology.spines",
     "topology.leaves",

@@ -40,7 +40,7 @@ ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
 KIND_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "topology": {
         "leaf_spine": ("spines", "leaves", "hosts_per_leaf", "parallel_links"),
-        "fat_tree": ("k", "hosts_per_edge"),
+        "fat_tree": ("k", "hosts_per_edge", "core_link_gbps"),
         "rail_optimized": (
             "servers",
             "rails",

@@ -124,6 +124,13 @@ class TopologyConfig(_Model):
     fabric_link_gbps: float = Field(
         100.0, ge=1e-6, le=1e5, description="switch-switch rate, Gbps (wins over link_gbps)"
     )
+    core_link_gbps: float | None = Field(
+        None,
+        ge=1e-6,
+        le=1e5,
+        description="fat tree (and fat-tree planes): aggregation-core link rate, Gbps (null: "
+        "fabric_link_gbps, which then is the edge-aggregation rate)",
+    )
     host_nic_gbps: (
         list[Annotated[float, Field(ge=1e-6, le=1e5)]]
         | dict[int, Annotated[float, Field(ge=1e-6, le=1e5)]]

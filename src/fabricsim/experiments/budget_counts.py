@@ -55,7 +55,7 @@ def _fabric(sc: Any) -> _Fabric:
     nics = t.host_nic_gbps or []
     slowest = min([float(t.host_link_gbps), *(nics.values() if isinstance(nics, dict) else nics)])
     host_bps = max(slowest * 1e9, 1.0)  # the builder's rates are whole bit/s; the slowest NIC
-    fabric_bps = max(float(t.fabric_link_gbps) * 1e9, 1.0)
+    fabric_bps = max(float(min(t.fabric_link_gbps, t.core_link_gbps or math.inf)) * 1e9, 1.0)
     if t.kind == "multi_plane":  # planes copies of the plane fabric, and a NIC node per host
         one = _fabric(_Shape(t.model_copy(update={"kind": t.plane_kind})))
         p = int(t.planes)

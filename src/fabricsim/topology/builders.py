@@ -220,6 +220,7 @@ def _fat_tree(d: _Draft, cfg: TopologyConfig, host_rate: float, fab_rate: float)
     k = cfg.k
     half = k // 2
     per_edge = cfg.hosts_per_edge or half
+    core_rate = fab_rate if cfg.core_link_gbps is None else float(gbps_to_bps(cfg.core_link_gbps))
     hosts = k * half * per_edge
     for h in range(hosts):
         d.node(f"host{h}", HOST, pod=h // (half * per_edge))
@@ -235,7 +236,7 @@ def _fat_tree(d: _Draft, cfg: TopologyConfig, host_rate: float, fab_rate: float)
                 d.duplex(e, a, fab_rate)
         for i, a in enumerate(aggs[p]):
             for j in range(half):
-                d.duplex(a, cores[i * half + j], fab_rate)
+                d.duplex(a, cores[i * half + j], core_rate)
     leaves = [e for pod in edges for e in pod]
     return leaves, cores, per_edge * host_rate / (half * fab_rate)
 
