@@ -198,3 +198,19 @@ def test_compare_and_the_report_run_on_the_hpn_example(tmp_path, monkeypatch):
     assert table.startswith("method,") and "ecmp" in table and "ideal_spray" in table
     assert main(["run", str(example), *fluid, "--out", "R", "--quiet"]) == 0
     assert main(["report", "R"]) == 0 and (tmp_path / "R" / "report.html").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "topology",
+    [
+        {**PLANES, "failed_switches": ["p0_spine1"]},
+        {"kind": "multi_plane", "planes": 3, "plane_kind": "fat_tree", "k": 8,
+         "failed_switches": ["p1_edge0_0", "p2_core3"], "failed_link_mode": "withdraw",
+         "failed_links": ["p0_agg1_0->p0_core2"]},
+        {"kind": "rail_optimized", "servers": 6, "rails": 4, "spines": 2, "pxn": True,
+         "servers_per_leaf": 2, "failed_switches": ["nvs1"]},
+    ],
+)  # fmt: skip
+def test_nic_distances_from_their_neighbours_equal_the_full_search(topology):
+    fab = build_fabric(TopologyConfig(**topology))
+    assert np.array_equal(fab._distances(), fab._distances(direct=True))

@@ -174,7 +174,7 @@ class Fabric:
         return hops
 
     # -- routing ---------------------------------------------------------------------------
-    def _distances(self) -> np.ndarray:
+    def _distances(self, direct: bool = False) -> np.ndarray:
         """Hops from every switch to every leaf over usable switch-to-switch links (-1: none):
         row = the leaf's row (``_leaf_row``), column = switch id - ``num_hosts`` (perf: no
         host columns, which were 93 % of the table at k = 64: 580 MB).
@@ -194,12 +194,29 @@ class Fabric:
         first = np.searchsorted(into, np.arange(n))
         count = np.searchsorted(into, np.arange(n), side="right") - first
         leaves = np.asarray(self.leaves, dtype=np.int64) - h
-        dist = np.full((len(leaves), n), -1, dtype=np.int32)
-        block = max(1, BFS_PAIRS // max(1, int(ok.sum())))  # a leaf visits each link once
-        for lo in range(0, len(leaves), block):
-            rows = np.arange(lo, min(lo + block, len(leaves)), dtype=np.int64)
-            _bfs_levels(dist, rows, leaves[rows], first, count, frm)
-        return dist
+        if direct or not (self.node_tier[self.leaves] == NIC).all():
+            return _bfs(leaves, n, first, count, frm, int(ok.sum()))
+        # NIC nodes (one per host) are the leaves: search from the switches linked into them
+        # (a few per leaf, perf: 4x fewer rows at 2 planes) and take a NIC's distance as one
+        # more than its nearest such neighbour's: d(v, nic) = 1 + min over u -> nic of d(v, u)
+        is_leaf = np.zeros(n, dtype=bool)
+        is_leaf[leaves] = True
+        pairs = is_leaf[into]  # reversed links into a leaf: (leaf, the switch it comes from)
+        attach, back = np.unique(frm[pairs], return_inverse=True)
+        near = _bfs(attach, n, first, count, frm, int(ok.sum()))
+        near = np.where(near < 0, np.iinfo(np.int32).max - 1, near)
+        row_of = np.full(n, -1, dtype=np.int64)
+        row_of[leaves] = np.arange(len(leaves))
+        best = np.full((len(leaves), n), np.iinfo(np.int32).max - 1, dtype=np.int32)
+        rows, via = row_of[into[pairs]], back
+        while len(rows):  # one in-neighbour per leaf per round (a NIC has one per plane)
+            head = np.unique(rows, return_index=True)[1]
+            best[rows[head]] = np.minimum(best[rows[head]], near[via[head]] + 1)
+            keep = np.ones(len(rows), dtype=bool)
+            keep[head] = False
+            rows, via = rows[keep], via[keep]
+        best[np.arange(len(leaves)), leaves] = 0
+        return np.where(best >= np.iinfo(np.int32).max - 1, -1, best).astype(np.int32)
 
     def ecmp_group(self, switch: int, dst_host: int) -> np.ndarray:
         """Out-link ids of ``switch`` toward ``dst_host`` (the ECMP group; may be empty)."""
@@ -413,6 +430,16 @@ from the per-leaf tables on every call (a few microseconds)."""
 
 BFS_PAIRS = 1 << 19
 """Most (leaf, link) pairs one block of the leaf-distance search holds (about 30 MB)."""
+
+
+def _bfs(targets, n: int, first, count, frm, links: int) -> np.ndarray:
+    """Hops from every switch to each of ``targets`` (ids - num_hosts): one row per target."""
+    dist = np.full((len(targets), n), -1, dtype=np.int32)
+    block = max(1, BFS_PAIRS // max(1, links))  # a target visits each link once
+    for lo in range(0, len(targets), block):
+        rows = np.arange(lo, min(lo + block, len(targets)), dtype=np.int64)
+        _bfs_levels(dist, rows, targets[rows], first, count, frm)
+    return dist
 
 
 def _bfs_levels(
