@@ -78,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     command = typer.main.get_command(app)
     try:
         code = command.main(args=argv, prog_name="fabricsim", standalone_mode=False)
-    except ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
+    except ConfigError as exc:  # one line per problem (a scenario file may have several)
+        typer.echo("\n".join(f"error: {line}" for line in str(exc).splitlines() or [""]), err=True)
         return 2
     except (KeyboardInterrupt, typer.Abort):
         _interrupted()

@@ -42,6 +42,8 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
+from fabricsim.config.suggest import closest
+
 POINTS: dict[str, bool] = {
     "lb.policy": False,
     "nic.packet_spraying_type": True,
@@ -144,7 +146,9 @@ def resolve_name(point: str, value: Any) -> str:
                 return entry.name
             if wanted is not None and wanted in {_fold(a) for a in (entry.name, *entry.aliases)}:
                 return entry.name
-    raise ValueError(f"must be one of {', '.join(table)} (got {value!r})")
+    best = closest(value, [n for e in table.values() for n in (e.name, *e.aliases)])
+    hint = f"; did you mean {resolve_name(point, best)}?" if best is not None else ""
+    raise ValueError(f"must be one of {', '.join(table)} (got {value!r}){hint}")
 
 
 class RegisteredName:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from fabricsim.config.layers import merge, nest
+from fabricsim.config.suggest import closest
 from fabricsim.config.validation import validate_as
 from fabricsim.errors import ConfigError
 
@@ -65,9 +66,17 @@ def _check_known(full: dict[str, Any], parts: list[str], key: str) -> None:
     node: Any = full
     for i, part in enumerate(parts[:-1]):
         if not isinstance(node, dict) or part not in node:
-            raise ConfigError(f"{'.'.join(parts[: i + 1])}: unknown key in --set {key}")
+            best = closest(part, _sections(node))
+            hint = f"; did you mean {'.'.join([*parts[:i], best])}?" if best else ""
+            raise ConfigError(f"{'.'.join(parts[: i + 1])}: unknown key in --set {key}{hint}")
         node = node[part]
     if not isinstance(node, dict):
         raise ConfigError(f"{key}: unknown key (its parent is not a section)")
     if parts[-1] not in node and parts[:-1] != ["topology", "degraded_links"]:
-        raise ConfigError(f"{key}: unknown key (not a field of this scenario; see the key table)")
+        best = closest(parts[-1], node)
+        hint = f"; did you mean {'.'.join([*parts[:-1], best])}?" if best else ""
+        raise ConfigError(f"{key}: unknown key{hint or ' (fabricsim keys lists them)'}")
+
+
+def _sections(node: Any) -> list[str]:
+    return [k for k, v in node.items() if isinstance(v, dict)] if isinstance(node, dict) else []
