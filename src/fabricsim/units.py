@@ -104,3 +104,86 @@ def transmitted_bytes(rate_bps: float, duration_ps: float) -> float:
 def bdp_bytes(rate_bps: float, rtt_ps: int) -> int:
     """Bandwidth-delay product in bytes of a ``rate_bps`` path with round trip ``rtt_ps``."""
     return int(rate_bps * rtt_ps / PS_PER_S / 8)
+
+
+# -- for people: a value with the unit its magnitude calls for ---------------------------------
+def _sig(value: float) -> str:
+    """Three significant digits, no exponent for values people read (``214``, ``1.96``)."""
+    mag = abs(value)
+    if mag >= 100:
+        return f"{value:.0f}"
+    if mag >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def seconds_unit(seconds: float) -> tuple[float, str]:
+    """The unit a duration of this size reads best in, as (seconds per unit, name).
+
+    >>> seconds_unit(0.0123), seconds_unit(2.5), seconds_unit(3e-7)
+    ((0.001, 'ms'), (1.0, 's'), (1e-09, 'ns'))
+    """
+    mag = abs(seconds)
+    for factor, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if mag >= factor:
+            return factor, unit
+    return (1e-9, "ns") if mag > 0 else (1.0, "s")
+
+
+def human_seconds(seconds: float) -> str:
+    """A duration in s, ms, µs or ns, whichever reads best.
+
+    >>> human_seconds(1.9554), human_seconds(0.000214), human_seconds(0.0123), human_seconds(0)
+    ('1.96 s', '214 µs', '12.3 ms', '0 s')
+    """
+    if seconds == 0:
+        return "0 s"
+    factor, unit = seconds_unit(seconds)
+    return f"{_sig(seconds / factor)} {unit}"
+
+
+def human_number(value: float) -> str:
+    """A plain number with three significant digits and no exponent below a million.
+
+    >>> human_number(214.3), human_number(1.955), human_number(2e9)
+    ('214', '1.96', '2e+09')
+    """
+    return _sig(value) if abs(value) < 1e6 else f"{value:.3g}"
+
+
+def human_bytes(size: float) -> str:
+    """A size in B, kB, MB, GB or TB (powers of 1000, as link rates are).
+
+    >>> human_bytes(1866050174976), human_bytes(4096), human_bytes(12)
+    ('1.87 TB', '4.10 kB', '12 B')
+    """
+    mag = abs(size)
+    for factor, unit in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if mag >= factor:
+            return f"{_sig(size / factor)} {unit}"
+    return f"{size:.0f} B"
+
+
+def human_rate(gbps: float) -> str:
+    """A rate given in Gbps, in Tbps, Gbps or Mbps.
+
+    >>> human_rate(400), human_rate(3600), human_rate(0.5)
+    ('400 Gbps', '3.60 Tbps', '500 Mbps')
+    """
+    mag = abs(gbps)
+    if mag >= 1000:
+        return f"{_sig(gbps / 1000)} Tbps"
+    if mag >= 1 or mag == 0:
+        return f"{gbps:g} Gbps" if float(gbps).is_integer() else f"{_sig(gbps)} Gbps"
+    return f"{_sig(gbps * 1000)} Mbps"
+
+
+def human_share(count: float, total: float) -> str:
+    """A count with its share of a total.
+
+    >>> human_share(748, 1000), human_share(0, 0)
+    ('748 of 1,000 = 75 %', '0 of 0')
+    """
+    if not total:
+        return f"{count:,.0f} of {total:,.0f}"
+    return f"{count:,.0f} of {total:,.0f} = {100 * count / total:.0f} %"

@@ -268,7 +268,7 @@ CASES: dict[str, tuple] = {
     "report missing directory": (argv("report", "nope"), "no such directory"),
     "report of a file": (not_a_directory, "not a directory"),
     "report of an empty directory": (argv("report", "."), "summary.json"),
-    "report of a foreign directory": (foreign_directory, "not a fabricsim run or sweep"),
+    "report of a foreign directory": (foreign_directory, "not a fabricsim run, study or sweep"),
     "report figures is a file": (figures_is_a_file, "figures"),
     # --- report of a run: summary.json
     "run summary corrupt": (run_with("summary.json", "{not json"), "summary.json"),
@@ -400,5 +400,5 @@ def test_report_replaces_old_figures_whole(tmp_path, outputs):
     outcome = run_cli(["report", str(d)], tmp_path, wall_s=60)
     assert outcome.code == 0, outcome.stderr
     names = sorted(p.name for p in (d / "figures").iterdir())
-    assert "stale.png" not in names and "fct-cdf.png" in names
+    assert "stale.png" not in names and "fct-cdf.svg" in names
     assert not [p for p in d.iterdir() if p.name.startswith(".figures")]

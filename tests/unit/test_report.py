@@ -64,10 +64,21 @@ def test_run_report_sections_and_figures(run_dir: Path) -> None:
     assert _sections(html) == RUN_SECTIONS
     assert set(RUN_SECTIONS) <= set(SECTION_IDS)
     for name in ("fct-cdf", "spine-heatmap", "link-timelines"):
-        png = (run_dir / "figures" / f"{name}.png").read_bytes()
-        assert png.startswith(b"\x89PNG")
-    assert html.count("data:image/png;base64,") == 3
+        svg = (run_dir / "figures" / f"{name}.svg").read_bytes()
+        assert svg.startswith(b"<?xml") and b"<svg" in svg
+    assert html.count('<figure role="img"') == 3  # inline SVG
+    assert "fabric" not in html or "leaf-spine, 16 hosts" in html
     assert "leaf0" in html and "step_efficiency" in html and "max_over_mean" in html
+
+
+def test_report_png_on_request(run_dir: Path, tmp_path: Path) -> None:
+    d = tmp_path / "run"
+    shutil.copytree(run_dir, d)
+    html = write_report(d, "png").read_text()
+    assert html.count("data:image/png;base64,") == 3 and "<svg" not in html
+    for name in ("fct-cdf", "spine-heatmap", "link-timelines"):
+        assert (d / "figures" / f"{name}.png").read_bytes().startswith(b"\x89PNG")
+    assert main(["report", str(d), "--png"]) == 0
 
 
 def test_report_is_self_contained(run_dir: Path, sweep_dir: Path) -> None:
@@ -76,7 +87,8 @@ def test_report_is_self_contained(run_dir: Path, sweep_dir: Path) -> None:
         assert "<script" not in html.lower()
         for url in re.findall(r'(?:src|href)="([^"]+)"', html):
             assert url.startswith(("data:", "#")), url
-        assert "http://" not in html and "https://" not in html
+        bare = re.sub(r'xmlns(:\w+)?="[^"]*"', "", html)  # SVG namespace names are not fetched
+        assert "http://" not in bare and "https://" not in bare
 
 
 def test_sections_appear_only_with_their_data(tmp_path: Path) -> None:
@@ -179,7 +191,7 @@ def test_report_replaces_figures_whole(run_dir: Path, tmp_path: Path) -> None:
     (d / "figures" / "old-section.png").write_bytes(b"stale")
     write_report(d)
     names = {p.name for p in (d / "figures").iterdir()}
-    assert names == {"fct-cdf.png", "spine-heatmap.png", "link-timelines.png"}
+    assert names == {"fct-cdf.svg", "spine-heatmap.svg", "link-timelines.svg"}
     assert not [p.name for p in d.iterdir() if p.name.startswith(".figures")]
 
 

@@ -239,3 +239,42 @@ def compare(
     for col in ("paper", "exact", "corrected"):
         df[f"err_{col}"] = (df["measured"] - df[col].astype(float)) / df[col].astype(float)
     return df
+
+
+def mean_row(flows: pd.DataFrame) -> tuple[np.ndarray, int]:
+    """A run's matrix as the model sees it: each sender's message sizes sorted large to small,
+    averaged over senders (shorter rows padded with 0), and the number of senders."""
+    rows = [np.sort(g.to_numpy(dtype=float))[::-1] for _, g in flows.groupby("src")["size_bytes"]]
+    width = max((len(r) for r in rows), default=0)
+    padded = np.zeros((len(rows), width))
+    for i, r in enumerate(rows):
+        padded[i, : len(r)] = r
+    return padded.mean(axis=0) if len(rows) else np.zeros(0), len(rows)
+
+
+def run_model(
+    flows: pd.DataFrame, rate_bps: float, times_s: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The exact fluid model's k(t) and total backlog Q(t) (bytes) for a run's matrix
+    (:func:`mean_row`; senders at ``rate_bps`` from the first message's start, round robin)."""
+    row, n = mean_row(flows)
+    row = row[row > 0]
+    if n == 0 or len(row) == 0:
+        return np.zeros(len(times_s)), np.zeros(len(times_s))
+    start = float(flows["start_s"].min())
+    u = np.maximum(np.asarray(times_s, dtype=float) - start, 0.0) * rate_bps / 8
+    total = float(row.sum())
+    k = exact_active_destinations(u, n, total, sizes=row)
+    q = exact_backlog(u, n, total, sizes=row)
+    return np.asarray(k, dtype=float), np.asarray(q, dtype=float)
+
+
+def active_destinations(flows: pd.DataFrame, times_s: np.ndarray) -> np.ndarray:
+    """Simulated k(t): each sender's messages started and not finished at each time, averaged
+    over senders (an unfinished message counts until the end)."""
+    start = np.sort(flows["start_s"].to_numpy(dtype=float))
+    finish = flows["finish_s"].to_numpy(dtype=float)
+    finish = np.sort(np.where(np.isfinite(finish), finish, np.inf))
+    t = np.asarray(times_s, dtype=float)
+    active = np.searchsorted(start, t, side="right") - np.searchsorted(finish, t, side="right")
+    return active / max(flows["src"].nunique(), 1)

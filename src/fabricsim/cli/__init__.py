@@ -16,6 +16,7 @@ from fabricsim.cli import tools  # noqa: F401 - scenarios, ecmp-math, ports, exp
 from fabricsim.cli import sweep  # noqa: F401 - sweep
 from fabricsim.cli import report  # noqa: F401 - report
 from fabricsim.cli import compare  # noqa: F401 - compare
+from fabricsim.cli import study  # noqa: F401 - study
 from fabricsim.cli import keys  # noqa: F401 - keys
 
 # isort: on

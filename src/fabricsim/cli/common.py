@@ -1,13 +1,24 @@
-"""Helpers several verbs share: a scenario from SCENARIO/--set/--seed, an ``--out`` path."""
+"""Helpers several verbs share: a scenario from SCENARIO/--set/--seed, an ``--out`` path, the
+progress bar of runs."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from fabricsim.config.loader import load_scenario, parse_set_options
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.runner import ENGINES
+from fabricsim.units import human_seconds
 
 
 def scenario_from_options(name: str, sets: list[str] | None, seed: int | None) -> Scenario:
@@ -34,3 +45,57 @@ def engine_option(engine: str | None) -> str | None:
     if engine is not None and engine not in ENGINES:
         raise ConfigError(f"--engine: must be one of {', '.join(ENGINES)} (got {engine!r})")
     return engine
+
+
+class ProgressBar:
+    """A transient rich progress bar of runs done, as a ``progress(done, total)`` callable;
+    nothing when not ``enabled`` (piped, ``--quiet``, ``--json``)."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label = label
+        self.progress = Progress(transient=True) if enabled else None
+        self.task: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.progress is None:
+            return
+        if self.task is None:
+            self.progress.start()
+            self.task = self.progress.add_task(self.label, total=total)
+        self.progress.update(self.task, completed=done)
+        if done >= total:  # the runs are done: the bar goes before anything is written
+            self.stop()
+
+    def stop(self) -> None:
+        if self.progress is not None and self.task is not None:
+            self.progress.stop()
+        self.progress = None
+
+
+class SimBar:
+    """A single run's progress on a terminal: simulated time against the run's ideal end, with
+    the elapsed wall time and an ETA (``progress(simulated_s, expected_end_s)`` of
+    :func:`fabricsim.run`); the total grows when the run goes past the ideal end."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label = label
+        self.progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[sim]}"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), transient=True,
+        ) if enabled else None  # fmt: skip
+        self.task: Any = None
+
+    def __call__(self, now_s: float, expected_s: float) -> None:
+        if self.progress is None:
+            return
+        total = max(expected_s, now_s * 1.1, 1e-12)
+        shown = f"{human_seconds(now_s)} simulated of ~{human_seconds(total)}"
+        if self.task is None:
+            self.progress.start()
+            self.task = self.progress.add_task(self.label, total=total, sim=shown)
+        self.progress.update(self.task, completed=now_s, total=total, sim=shown)
+
+    def stop(self) -> None:
+        if self.progress is not None and self.task is not None:
+            self.progress.stop()
+        self.progress = None

@@ -148,6 +148,58 @@ def plan_qps(
     return specs
 
 
+def _slug(value: Any) -> str:
+    """A value as part of a directory name (``25.0`` -> ``25``, ``a/b`` -> ``a_b``)."""
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in text)[:40] or "_"
+
+
+def point_label(params: dict[str, Any]) -> str:
+    """A grid point's short name: the last part of each key and its value (``qps25``).
+
+    >>> point_label({"workload.qps": 25.0, "topology.spines": 8})
+    'qps25-spines8'
+    """
+    return "-".join(f"{k.rsplit('.', 1)[-1]}{_slug(v)}" for k, v in params.items())
+
+
+def plan_study(
+    base: Scenario,
+    vs: tuple[str, list[Any]],
+    grid: dict[str, list[Any]],
+    seeds: Sequence[int],
+    engine: str | None,
+) -> list[RunSpec]:
+    """Every (grid point, seed, ``vs`` value) of a paired study, each checked, in that order.
+
+    The runs of one grid point and seed differ only in the ``vs`` key: the same seed gives
+    each value the same workload and the same switch salts.  A run's ``tag`` is its ``vs``
+    value's text and its ``params`` the grid point.
+    """
+    key, values = vs
+    varied = base.varying({key, *grid})  # a value's own keys stay for the runs that read them
+    for option, axis in (("--vs", {key: values}), ("--grid", grid)):
+        for k, vals in axis.items():  # each value alone first, so an error names its option
+            for v in vals:
+                try:
+                    varied.with_overrides({k: v})
+                except ConfigError as exc:
+                    raise _prefixed(option, k, exc) from None
+    specs: list[RunSpec] = []
+    for params in _param_sets(grid, {}):
+        for seed in seeds:
+            for value in values:
+                sc = varied.with_overrides({**params, key: value, "seed": int(seed)})
+                check_engine(sc, engine or sc.engine.kind)
+                label = "-".join(p for p in (point_label(params), _slug(value)) if p)
+                n = len(specs)
+                specs.append(
+                    RunSpec(f"{label}-seed{seed}", sc.to_dict(), engine, sc.seed, str(value),
+                            params, n, sc.config_hash())
+                )  # fmt: skip
+    return specs
+
+
 # -- sweeps -------------------------------------------------------------------------------------
 
 

@@ -28,6 +28,8 @@ def run_tasks(
     tasks: Sequence[Task],
     workers: int = 1,
     progress: Callable[[Any], None] | None = None,
+    scheduler: str | None = None,
+    timeout_s: float = 5.0,
 ) -> list[Any]:
     """``fn(task)`` of every task, in task order; ``workers`` local processes when more than one.
 
@@ -41,16 +43,21 @@ def run_tasks(
         Processes (1, or a single task: run here, in order).
     progress
         Called with each result, in task order, as it is available.
+    scheduler, timeout_s
+        A Dask scheduler address (instead of local workers) and how long to try to reach it, s.
     """
     results: list[Any] = []
     with sigterm_as_interrupt():
-        if workers <= 1 or len(tasks) <= 1:
+        if scheduler is None and (workers <= 1 or len(tasks) <= 1):
             for task in tasks:
                 results.append(fn(task))
                 if progress:
                     progress(results[-1])
             return results
-        backend = open_backend(workers, limit=len(tasks))  # its workers die with this process
+        if scheduler is not None:
+            backend = open_backend(scheduler=scheduler, timeout_s=timeout_s)
+        else:  # its workers die with this process
+            backend = open_backend(workers, limit=len(tasks))
         try:
             for future in submit_all(backend, fn, tasks):
                 results.append(future.result())

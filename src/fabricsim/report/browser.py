@@ -36,7 +36,9 @@ BROWSER_FLAGS = (
 
 _PROBE = (
     "JSON.stringify({ids: Array.from(document.querySelectorAll('section[id]')).map(s => s.id),"
-    " images: Array.from(document.images).map(i => [i.complete, i.naturalWidth]),"
+    " images: Array.from(document.images).map(i => [i.complete, i.naturalWidth]).concat("
+    "Array.from(document.querySelectorAll('figure > svg')).map("
+    "s => [true, Math.round(s.getBoundingClientRect().width)])),"
     " title: document.title})"
 )
 
@@ -55,7 +57,8 @@ def find_browser() -> str | None:
 
 @dataclass
 class PageCheck:
-    """What the browser saw: section ids in DOM order, errors, image sizes, the title."""
+    """What the browser saw: section ids in DOM order, errors, image sizes (``<img>`` and inline
+    SVG figures: (loaded, rendered width)), the title."""
 
     section_ids: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)

@@ -17,8 +17,10 @@ from pathlib import Path
 
 from fabricsim.errors import ConfigError
 from fabricsim.metrics.results import atomic_write as _write
+from fabricsim.report.figures import FIGURE_FORMAT
 from fabricsim.report.html import Section, render_page
 from fabricsim.report.run_page import read_summary, run_sections
+from fabricsim.report.study_page import is_study, read_study, study_sections
 from fabricsim.report.sweep_page import read_manifest, sweep_sections
 
 FIGURES = "figures"
@@ -28,11 +30,13 @@ REPORT = "report.html"
 def _kind(directory: Path) -> str:
     if (directory / "manifest.json").exists():
         return "sweep"
+    if is_study(directory):
+        return "study"
     if (directory / "summary.json").exists():
         return "run"
     raise ConfigError(
-        f"report {directory}: not a fabricsim run or sweep output directory "
-        "(it has no summary.json and no manifest.json)"
+        f"report {directory}: not a fabricsim run, study or sweep output directory "
+        "(it has no summary.json, study.json or manifest.json)"
     )
 
 
@@ -47,7 +51,12 @@ def build_report(directory: str | Path) -> tuple[str, list[Section]]:
     """The report's HTML text and its sections (nothing written)."""
     d = Path(directory)
     _check_dir(d)
-    if _kind(d) == "sweep":
+    kind = _kind(d)
+    if kind == "study":
+        record = read_study(d)
+        sections = study_sections(d, record)
+        title = f"fabricsim study: {record.get('scenario', d.name)} ({record.get('engine', '?')} engine)"
+    elif kind == "sweep":
         manifest = read_manifest(d)
         sections = sweep_sections(d, manifest)
         title = f"fabricsim sweep: {manifest['spec']['scenario']}"
@@ -59,15 +68,15 @@ def build_report(directory: str | Path) -> tuple[str, list[Section]]:
 
 
 def _write_figures(d: Path, pngs: list[tuple[str, bytes]]) -> None:
-    """Replace ``d/figures`` whole by these PNGs (removed if there are none)."""
+    """Replace ``d/figures`` whole by these figures ((file name, bytes); removed if none)."""
     figdir = d / FIGURES
     new = Path(tempfile.mkdtemp(prefix=f".{FIGURES}.new-{os.getpid()}-", dir=d)) if pngs else None
     old = d / f".{FIGURES}.old-{os.getpid()}"
     shutil.rmtree(old, ignore_errors=True)  # left by a killed report of the same pid
     try:
-        for name, png in pngs:
+        for name, data in pngs:
             assert new is not None
-            (new / f"{name}.png").write_bytes(png)
+            (new / name).write_bytes(data)
         if figdir.exists():
             os.rename(figdir, old)
         if new is not None:
@@ -82,8 +91,10 @@ def _write_figures(d: Path, pngs: list[tuple[str, bytes]]) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def write_report(directory: str | Path) -> Path:
-    """Write ``DIR/report.html`` and ``DIR/figures/*.png``; return the HTML path.
+def write_report(directory: str | Path, fmt: str = "svg") -> Path:
+    """Write ``DIR/report.html`` and ``DIR/figures/*.<fmt>``; return the HTML path.
+
+    ``fmt``: ``svg`` (inline in the page) or ``png`` (embedded as data URIs).
 
     Examples
     --------
@@ -102,7 +113,13 @@ def write_report(directory: str | Path) -> Path:
         if path.exists() and path.is_dir() != (name == FIGURES):
             what = "a file" if name == FIGURES else "a directory"
             raise ConfigError(f"report {d}: {name} is {what}; the report writes it there")
-    text, sections = build_report(d)
+    if fmt not in ("svg", "png"):
+        raise ConfigError(f"report: figure format must be svg or png (got {fmt!r})")
+    token = FIGURE_FORMAT.set(fmt)
+    try:
+        text, sections = build_report(d)
+    finally:
+        FIGURE_FORMAT.reset(token)
     pngs = [(name, png) for sec in sections for name, png in sec.figures]
     path = d / REPORT
     try:

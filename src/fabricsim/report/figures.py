@@ -1,5 +1,8 @@
-"""Report figures as PNG bytes (matplotlib's Agg canvas; no pyplot, no global state).
+"""Report figures as SVG (default) or PNG bytes (matplotlib's Agg canvas; no pyplot).
 
+The format is :data:`FIGURE_FORMAT`, a context variable :func:`fabricsim.report.write_report`
+sets for the report it writes (``fabricsim report --png``); SVG keeps its text as text (no
+glyph outlines) and its element ids and metadata fixed, so the same data gives the same bytes.
 matplotlib is imported when the first figure is drawn (:func:`_figure`), not with this module:
 the command line imports :mod:`fabricsim.report` at start-up.
 """
@@ -8,6 +11,7 @@ from __future__ import annotations
 
 import io
 import re
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,14 +21,19 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "FIGURE_FORMAT",
     "bars_png",
     "cdf_png",
     "link_timelines_png",
+    "moe_queue_png",
+    "moe_utilization_png",
     "spine_heatmap_png",
     "vs_load_png",
 ]
 
 _DPI = 100
+FIGURE_FORMAT: ContextVar[str] = ContextVar("FIGURE_FORMAT", default="svg")
+"""``svg`` or ``png``: what the figure functions return."""
 
 
 def _figure(**kwargs: Any) -> Figure:
@@ -34,16 +43,26 @@ def _figure(**kwargs: Any) -> Figure:
     return Figure(**kwargs)
 
 
-def _png(fig: Figure) -> bytes:
+def _png(fig: Figure, title: str | None = None) -> bytes:
+    """``fig`` rendered in :data:`FIGURE_FORMAT` (the name is older than the SVG option), with
+    ``title`` (what the run was: scenario, engine, seeds, fabric, workload) above it."""
+    import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+    if title:
+        fig.suptitle(title, fontsize="small")
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None})
+    if FIGURE_FORMAT.get() == "svg":
+        rc: dict[Any, Any] = {"svg.fonttype": "none", "svg.hashsalt": "fabricsim"}
+        with matplotlib.rc_context(rc):
+            fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    else:
+        fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None})
     return buf.getvalue()
 
 
-def cdf_png(samples: dict[str, np.ndarray], xlabel: str) -> bytes:
+def cdf_png(samples: dict[str, np.ndarray], xlabel: str, title: str | None = None) -> bytes:
     """Empirical CDFs, one line per label (a log x axis when the values span > 2 decades)."""
     fig = _figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
@@ -62,32 +81,50 @@ def cdf_png(samples: dict[str, np.ndarray], xlabel: str) -> bytes:
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize="small")
-    return _png(fig)
+    return _png(fig, title)
 
 
 def vs_load_png(
-    table: pd.DataFrame, load: str, metrics: list[str], group: str | None, ylabel: str
+    table: pd.DataFrame,
+    load: str,
+    metrics: list[str],
+    group: str | None,
+    ylabel: str,
+    title: str | None = None,
 ) -> bytes:
-    """Metrics against the load key: mean over seeds, min-max band; one line per group."""
+    """Metrics against the load key: mean over seeds with its 95 % t confidence band (none with
+    one seed); one line per group."""
     fig = _figure(figsize=(4.2 * len(metrics), 3.6), layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     groups = [(None, table)] if group is None else list(table.groupby(group, sort=False))
     for ax, metric in zip(axes, metrics, strict=True):
         for name, sub in groups:
-            stats = sub.groupby(load, sort=True)[metric].agg(["mean", "min", "max"])
+            stats = sub.groupby(load, sort=True)[metric].agg(["mean", "std", "count"])
             x = stats.index.to_numpy(dtype=float)
             label = "all" if name is None else str(name)
             line = ax.plot(x, stats["mean"], marker="o", label=label)[0]
-            ax.fill_between(x, stats["min"], stats["max"], color=line.get_color(), alpha=0.15)
+            half = _t_half_width(stats["std"].to_numpy(float), stats["count"].to_numpy(float))
+            if np.isfinite(half).any():
+                low, high = stats["mean"] - half, stats["mean"] + half
+                ax.fill_between(x, low, high, color=line.get_color(), alpha=0.15)
         ax.set_xlabel(load)
         ax.set_ylabel(ylabel)
         ax.set_title(metric, fontsize="medium")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize="small")
-    return _png(fig)
+    return _png(fig, title)
 
 
-def spine_heatmap_png(spines: pd.DataFrame) -> bytes:
+def _t_half_width(std: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Half width of the 95 % Student-t interval of a mean (NaN below two samples)."""
+    from scipy import stats
+
+    n = np.maximum(count, 2)
+    half = stats.t.ppf(0.975, n - 1) * std / np.sqrt(n)
+    return np.where(count >= 2, half, np.nan)
+
+
+def spine_heatmap_png(spines: pd.DataFrame, title: str | None = None) -> bytes:
     """Active flows per spine over time (a step heatmap over the recorded change times)."""
     wide = spines.pivot_table(
         index="spine", columns="time_s", values="active_flows", aggfunc="last"
@@ -100,31 +137,39 @@ def spine_heatmap_png(spines: pd.DataFrame) -> bytes:
     fig = _figure(figsize=(9, 0.35 * len(order) + 1.6), layout="constrained")
     ax = fig.add_subplot()
     mesh = ax.pcolormesh(edges, np.arange(len(order) + 1), wide.to_numpy(), cmap="viridis")
+    mesh.set_rasterized(True)  # an image inside the SVG, not one path per cell
     ax.set_yticks(np.arange(len(order)) + 0.5, labels=order, fontsize="small")
     ax.set_xlabel("time (s)")
     fig.colorbar(mesh, ax=ax, label="active flows")
-    return _png(fig)
+    return _png(fig, title)
 
 
-def link_timelines_png(links: pd.DataFrame, names: list[str]) -> bytes:
-    """Utilization and queue bytes over time of the named links (step plots)."""
-    fig = _figure(figsize=(9, 6), layout="constrained")
-    ax_u, ax_q = fig.subplots(2, 1, sharex=True)
+def link_timelines_png(
+    links: pd.DataFrame, names: list[str], queues: bool = True, title: str | None = None
+) -> bytes:
+    """Utilization (and, with ``queues``, queue bytes) over time of the named links."""
+    fig = _figure(figsize=(9, 6 if queues else 3.6), layout="constrained")
+    axes = fig.subplots(2, 1, sharex=True) if queues else [fig.add_subplot()]
+    ax_u = axes[0]
     for name in names:
         sub = links[links["link"] == name].sort_values("time_s", kind="stable")
         t = sub["time_s"].to_numpy(dtype=float)
         ax_u.step(t, sub["utilization"], where="post", label=name)
-        ax_q.step(t, sub["queue_bytes"], where="post", label=name)
+        if queues:
+            axes[1].step(t, sub["queue_bytes"], where="post", label=name)
     ax_u.set_ylabel("utilization")
-    ax_q.set_ylabel("queue (bytes)")
-    ax_q.set_xlabel("time (s)")
-    for ax in (ax_u, ax_q):
+    if queues:
+        axes[1].set_ylabel("queue (bytes)")
+    axes[-1].set_xlabel("time (s)")
+    for ax in axes:
         ax.grid(alpha=0.3)
     ax_u.legend(fontsize="x-small", ncol=2, loc="upper right")
-    return _png(fig)
+    return _png(fig, title)
 
 
-def bars_png(values: dict[str, float], ylabel: str, reference: float | None = None) -> bytes:
+def bars_png(
+    values: dict[str, float], ylabel: str, reference: float | None = None, title: str | None = None
+) -> bytes:
     """One bar per label (e.g. CCT inflation per policy), with an optional reference line."""
     fig = _figure(figsize=(max(4.0, 0.8 * len(values) + 2), 3.6), layout="constrained")
     ax = fig.add_subplot()
@@ -135,8 +180,66 @@ def bars_png(values: dict[str, float], ylabel: str, reference: float | None = No
         ax.axhline(reference, color="grey", linestyle="--", linewidth=1)
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
-    return _png(fig)
+    return _png(fig, title)
 
 
 def _natural(name: str) -> tuple:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(name)))
+
+
+def _moe_axes(ax: Any, ylabel: str) -> None:
+    ax.set_xlabel("time (µs)")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+
+
+def moe_queue_png(
+    series: dict[str, pd.DataFrame],
+    model: tuple[np.ndarray, np.ndarray] | None = None,
+    title: str | None = None,
+) -> bytes:
+    """The hot receiver's queue and the switches' total backlog over time, one line per run
+    (``timeline_backlog`` tables by label), the fluid model's total backlog Q(t) beside them
+    (``model``: times in s, bytes)."""
+    fig = _figure(figsize=(11, 3.8), layout="constrained")
+    ax_hot, ax_all = fig.subplots(1, 2)
+    for label, tl in series.items():
+        t = tl["time_s"].to_numpy(dtype=float) * 1e6
+        ax_hot.step(t, tl["hot_queue_bytes"] / 1e3, where="post", label=label)
+        ax_all.step(t, tl["backlog_bytes"] / 1e3, where="post", label=label)
+    if model is not None:
+        ax_all.plot(model[0] * 1e6, model[1] / 1e3, "k--", lw=1, label="fluid model Q(t)")
+    ax_hot.set_title("hot receiver's downlink queue", fontsize="medium")
+    ax_all.set_title("total switch backlog", fontsize="medium")
+    _moe_axes(ax_hot, "queue (kB)")
+    _moe_axes(ax_all, "backlog (kB)")
+    return _png(fig, title)
+
+
+def moe_utilization_png(
+    series: dict[str, pd.DataFrame],
+    active: dict[str, tuple[np.ndarray, np.ndarray]],
+    model: tuple[np.ndarray, np.ndarray] | None = None,
+    title: str | None = None,
+) -> bytes:
+    """Receiver link utilization over time (the hot receiver, and all receivers weighted by
+    capacity) per run, and each run's mean active destinations per sender k(t) with the fluid
+    model's k(t) (``active`` and ``model``: times in s, counts)."""
+    fig = _figure(figsize=(11, 3.8), layout="constrained")
+    ax_u, ax_k = fig.subplots(1, 2)
+    for label, tl in series.items():
+        t = tl["time_s"].to_numpy(dtype=float) * 1e6
+        line = ax_u.step(t, tl["hot_utilization"], where="post", label=f"{label}: hot receiver")
+        ax_u.step(t, tl["receiver_utilization"], where="post", ls=":",
+                  color=line[0].get_color(), label=f"{label}: all receivers")  # fmt: skip
+    for label, (t, k) in active.items():
+        ax_k.step(t * 1e6, k, where="post", label=label)
+    if model is not None:
+        ax_k.plot(model[0] * 1e6, model[1], "k--", lw=1, label="fluid model k(t)")
+    ax_u.set_ylim(0, 1.05)
+    ax_u.set_title("receiver downlink utilization", fontsize="medium")
+    ax_k.set_title("active destinations per sender", fontsize="medium")
+    _moe_axes(ax_u, "utilization")
+    _moe_axes(ax_k, "destinations")
+    return _png(fig, title)

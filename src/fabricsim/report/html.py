@@ -1,7 +1,7 @@
 """A self-contained HTML page: sections with stable ids, tables, embedded PNG figures.
 
-No scripts, no external stylesheets, fonts or images: figures are ``data:image/png;base64``
-URIs, so the page works offline and from a mail attachment.
+No scripts, no external stylesheets, fonts or images: figures are inline SVG or
+``data:image/png;base64`` URIs, so the page works offline and from a mail attachment.
 """
 
 from __future__ import annotations
@@ -9,10 +9,13 @@ from __future__ import annotations
 import base64
 import html
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+
+from fabricsim.units import seconds_unit
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1100px;
@@ -25,7 +28,7 @@ table{border-collapse:collapse;font-size:.85em;margin:.4em 0 1em}
 th,td{border:1px solid #d0d5e0;padding:.2em .55em;text-align:right}
 th{background:#eef1f8}td:first-child,th:first-child{text-align:left}
 pre{background:#f5f6fa;border:1px solid #d0d5e0;padding:.8em;overflow-x:auto;font-size:.8em}
-img{max-width:100%;height:auto;border:1px solid #e3e6ee}
+img,figure svg{max-width:100%;height:auto;border:1px solid #e3e6ee}
 p.note{color:#5a6275;font-size:.9em;margin:.2em 0 .6em}
 """
 
@@ -49,11 +52,30 @@ class Section:
         self.parts.append(table_html(df, max_rows))
         return self
 
-    def figure(self, name: str, png: bytes, alt: str) -> Section:
-        self.figures.append((name, png))
-        data = base64.b64encode(png).decode("ascii")
+    def figure(self, name: str, data: bytes, alt: str, fmt: str | None = None) -> Section:
+        """Add a figure: SVG inline in the page, PNG as a ``data:`` URI; both are also
+        written to ``figures/<name>.<fmt>`` (``fmt`` None: read off the bytes)."""
+        if fmt is None:
+            fmt = "svg" if data.lstrip()[:5] in (b"<?xml", b"<svg ") else "png"
+        self.figures.append((f"{name}.{fmt}", data))
+        if fmt == "svg":
+            text = data.decode("utf-8")
+            start = text.find("<svg")
+            svg = re.sub(r"<metadata>.*?</metadata>\s*", "", text[start:] if start >= 0 else text,
+                         count=1, flags=re.S)  # fmt: skip
+            self.parts.append(f'<figure role="img" aria-label="{html.escape(alt)}">{svg}</figure>')
+            return self
+        b64 = base64.b64encode(data).decode("ascii")
         self.parts.append(
-            f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}"></figure>'
+            f'<figure><img src="data:image/png;base64,{b64}" alt="{html.escape(alt)}"></figure>'
+        )
+        return self
+
+    def details(self, summary: str, df: pd.DataFrame, max_rows: int = 200) -> Section:
+        """A table folded under a one-line ``summary`` (``<details>``; opens on a click)."""
+        self.parts.append(
+            f"<details><summary>{html.escape(summary)}</summary>{table_html(df, max_rows)}"
+            "</details>"
         )
         return self
 
@@ -92,6 +114,22 @@ def table_html(df: pd.DataFrame, max_rows: int = 60) -> str:
         else ""
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{more}"
+
+
+def scaled(df: pd.DataFrame) -> pd.DataFrame:
+    """Seconds columns (``*_s``) in the unit their values read best in, named so
+    (``fct_mean_s`` -> ``fct_mean (ms)``); other columns as they are."""
+    out = df.copy()
+    for col in df.columns:
+        if not (isinstance(col, str) and col.endswith("_s")):
+            continue
+        values = pd.to_numeric(df[col], errors="coerce")
+        if values.isna().all() or not pd.api.types.is_numeric_dtype(df[col]):
+            continue
+        factor, unit = seconds_unit(float(values.abs().median()))
+        out = out.rename(columns={col: f"{col[:-2]} ({unit})"})
+        out[f"{col[:-2]} ({unit})"] = (values / factor).round(3)
+    return out
 
 
 def dict_table(data: dict[str, Any], key: str = "metric", value: str = "value") -> pd.DataFrame:

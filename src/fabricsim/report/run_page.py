@@ -9,16 +9,19 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from fabricsim.analysis import run_files
+from fabricsim.analysis import moe_incast, run_files
 from fabricsim.analysis.diagnostics import diagnose, link_timeline_stats
+from fabricsim.config.loader import load_scenario
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
+from fabricsim.metrics.readable import summary_rows
 from fabricsim.report import figures
-from fabricsim.report.html import Section, dict_table
+from fabricsim.report.html import Section, dict_table, scaled
 
 #: section ids (stable: tests and links rely on them)
 SECTION_IDS = (
     "summary", "sweep-table", "fct-cdf", "fct-percentiles", "fct-vs-load", "ttft-vs-load",
-    "spine-heatmap", "link-timelines", "cct-inflation", "diagnostics", "config",
+    "spine-heatmap", "link-timelines", "moe-incast", "cct-inflation", "diagnostics", "config",
 )  # fmt: skip
 
 _PCT_KEYS = ("fct_mean_s", "fct_p50_s", "fct_p95_s", "fct_p99_s", "fct_max_s")
@@ -58,12 +61,27 @@ def policy_label(config: dict[str, Any]) -> str:
     return f"{lb}+{spray}" if spray and spray != "none" and engine == "packet" else str(lb)
 
 
-def summary_section(summary: dict[str, Any]) -> Section:
+def describe_lines(config: dict[str, Any], summary: dict[str, Any]) -> list[str]:
+    """The run line, the fabric line and the workload line (none if the config is not one)."""
+    try:
+        sc = load_scenario(config)
+    except (ConfigError, ValueError, TypeError):
+        return []
+    engine = str(summary.get("engine", sc.engine.kind))
+    seed = summary.get("seed", sc.seed)
+    seeds = [int(seed)] if isinstance(seed, int) and not isinstance(seed, bool) else None
+    return [describe_run(sc, engine, seeds), describe_fabric(sc), describe_workload(sc)]
+
+
+def summary_section(summary: dict[str, Any], config: dict[str, Any] | None = None) -> Section:
     sec = Section("summary", "Summary")
-    sec.table(dict_table(summary), max_rows=200)
+    for line in describe_lines(config or {}, summary) if config else []:
+        sec.note(line)
+    sec.table(pd.DataFrame(summary_rows(summary), columns=["", "value"]))
+    sec.details("every summary.json value", dict_table(summary))
     nested = {k: v for k, v in summary.items() if isinstance(v, dict)}
     for key, value in nested.items():
-        sec.table(dict_table(value, "name", key), caption=key)
+        sec.details(key, dict_table(value, "name", key))
     return sec
 
 
@@ -80,32 +98,33 @@ def percentile_rows(label: str, fct: np.ndarray) -> dict[str, Any]:
 
 
 def fct_sections(
-    samples: dict[str, np.ndarray], extra: pd.DataFrame | None = None
+    samples: dict[str, np.ndarray], extra: pd.DataFrame | None = None, title: str | None = None
 ) -> list[Section]:
     """FCT CDFs by policy and their percentiles (empty when no flow finished)."""
     if not any(np.isfinite(v).any() for v in samples.values()):
         return []
     cdf = Section("fct-cdf", "Flow completion time CDF")
-    cdf.figure("fct-cdf", figures.cdf_png(samples, "FCT (s)"), "FCT CDF by policy")
+    cdf.figure("fct-cdf", figures.cdf_png(samples, "FCT (s)", title), "FCT CDF by policy")
     pct = Section("fct-percentiles", "FCT percentiles")
-    pct.table(pd.DataFrame([percentile_rows(k, v) for k, v in samples.items()]))
+    pct.table(scaled(pd.DataFrame([percentile_rows(k, v) for k, v in samples.items()])))
     if extra is not None and len(extra):
-        pct.table(extra, caption="TTFT percentiles")
+        pct.table(scaled(extra), caption="TTFT percentiles")
     return [cdf, pct]
 
 
-def spine_section(run_dir: Path, note: str = "") -> Section | None:
+def spine_section(run_dir: Path, note: str = "", title: str | None = None) -> Section | None:
     spines = read_table(run_dir / "timeline_spine_flows.parquet")
     if spines is None:
         return None
     sec = Section("spine-heatmap", "Active flows per spine")
     if note:
         sec.note(note)
-    sec.figure("spine-heatmap", figures.spine_heatmap_png(spines), "active flows per spine")
+    png = figures.spine_heatmap_png(spines, title)
+    sec.figure("spine-heatmap", png, "active flows per spine")
     return sec
 
 
-def link_section(run_dir: Path, note: str = "") -> Section | None:
+def link_section(run_dir: Path, note: str = "", title: str | None = None) -> Section | None:
     links = read_table(run_dir / "timeline_links.parquet")
     if links is None:
         return None
@@ -113,20 +132,61 @@ def link_section(run_dir: Path, note: str = "") -> Section | None:
     if stats.empty:
         return None
     names = stats["link"].head(_TOP_LINKS).tolist()
-    sec = Section("link-timelines", "Link utilization and queues")
+    queues = bool((links["queue_bytes"] > 0).any())  # the flow engine has none
+    sec = Section("link-timelines", "Link utilization and queues" if queues else "Link utilization")
     if note:
         sec.note(note)
-    sec.note(f"The {len(names)} links with the deepest queues, then the highest utilization.")
-    sec.figure("link-timelines", figures.link_timelines_png(links, names), "link timelines")
+    order = (
+        "the deepest queues, then the highest utilization" if queues else "the highest utilization"
+    )
+    sec.note(f"The {len(names)} links with {order}.")
+    png = figures.link_timelines_png(links, names, queues, title)
+    sec.figure("link-timelines", png, "link timelines")
     return sec
 
 
-def cct_section(values: dict[str, float], table: pd.DataFrame | None = None) -> Section | None:
+def moe_section(
+    run_dir: Path, config: dict[str, Any], flows: pd.DataFrame | None, title: str | None = None
+) -> Section | None:
+    """MoE dispatch (``003_*.txt`` Fig. 1 and 4): the hot receiver's queue and the backlog over
+    time, receiver utilization and active destinations per sender, beside the fluid model."""
+    tl = read_table(run_dir / "timeline_backlog.parquet")
+    if tl is None or flows is None or "hot_queue_bytes" not in tl.columns:
+        return None
+    label = str((config.get("workload") or {}).get("scheduler", "run"))
+    rate = float((config.get("topology") or {}).get("host_link_gbps", 0) or 0) * 1e9
+    times = np.linspace(0.0, float(tl["time_s"].max()), 400)
+    k_model = q_model = None
+    if label == "round_robin" and rate > 0:
+        k, q = moe_incast.run_model(flows, rate, times)
+        k_model, q_model = (times, k), (times, q)
+    sec = Section("moe-incast", "MoE dispatch: incast at the hot receiver")
+    sec.note(
+        "Hot receiver = the one receiving the most bytes. Dashed: the exact fluid model of "
+        "round-robin senders (analysis/moe_incast.py) for this run's matrix (each sender's "
+        "messages sorted by size, averaged over senders): no feedback and unbounded buffers, so "
+        "finite buffers, trimming and congestion control keep a packet run's backlog below it; "
+        "rate-based senders have no model line."
+    )
+    png = figures.moe_queue_png({label: tl}, q_model, title)
+    sec.figure("moe-queue", png, "hot receiver queue")
+    active = {label: (times, moe_incast.active_destinations(flows, times))}
+    sec.figure(
+        "moe-utilization", figures.moe_utilization_png({label: tl}, active, k_model, title),
+        "receiver utilization and active destinations",
+    )  # fmt: skip
+    return sec
+
+
+def cct_section(
+    values: dict[str, float], table: pd.DataFrame | None = None, title: str | None = None
+) -> Section | None:
     if not values:
         return None
     sec = Section("cct-inflation", "Collective completion time inflation")
     sec.note("CCT / its lower bound (1 = no inflation).")
-    sec.figure("cct-inflation", figures.bars_png(values, "CCT inflation", 1.0), "CCT inflation")
+    png = figures.bars_png(values, "CCT inflation", 1.0, title)
+    sec.figure("cct-inflation", png, "CCT inflation")
     if table is not None:
         sec.table(table)
     return sec
@@ -150,9 +210,14 @@ def diagnostics_section(
             "8 equal flows hashed onto 8 uplinks give max/mean 2.6 on average: hashing, not a fault."
         )
     if diag.link_stats is not None and len(diag.link_stats):
-        sec.table(
-            diag.link_stats, caption="Link utilization and queue depth (time-weighted)", max_rows=25
-        )
+        stats = diag.link_stats
+        queue_cols = [c for c in stats.columns if str(c).startswith("queue_")]
+        if queue_cols and not (stats[queue_cols].fillna(0) != 0).any().any():
+            stats = stats.drop(columns=queue_cols)  # no queues (the flow engine): utilization only
+            caption = "Link utilization (time-weighted)"
+        else:
+            caption = "Link utilization and queue depth (time-weighted)"
+        sec.table(stats, caption=caption, max_rows=25)
     if diag.ports is not None and len(diag.ports):
         sec.table(diag.ports, caption="Port counters (ports with traffic)", max_rows=40)
     if diag.nics is not None and len(diag.nics):
@@ -200,17 +265,21 @@ def run_sections(run_dir: Path) -> list[Section]:
     summary = read_summary(run_dir)
     config = read_config(run_dir)
     flows = read_table(run_dir / "flows.parquet", required=True)
-    out: list[Section] = [summary_section(summary)]
+    title = "\n".join(describe_lines(config, summary)) or None
+    out: list[Section] = [summary_section(summary, config)]
     if flows is not None:
         fct = flows["fct_s"].to_numpy(dtype=float)
         ttft = {k: summary[k] for k in _TTFT_KEYS if summary.get(k) is not None}
         extra = pd.DataFrame([{"policy": policy_label(config), **ttft}]) if ttft else None
-        out += fct_sections({policy_label(config): fct}, extra)
+        out += fct_sections({policy_label(config): fct}, extra, title)
     cct = summary.get("cct_inflation")
-    cct_sec = cct_section({policy_label(config): float(cct)}) if cct is not None else None
+    cct_sec = (
+        cct_section({policy_label(config): float(cct)}, None, title) if cct is not None else None
+    )
     for sec in (
-        spine_section(run_dir),
-        link_section(run_dir),
+        spine_section(run_dir, "", title),
+        link_section(run_dir, "", title),
+        moe_section(run_dir, config, flows, title),
         cct_sec,
         diagnostics_section(run_dir),
     ):

@@ -15,14 +15,15 @@ from fabricsim.analysis.diagnostics import diagnose
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.sweep_store import MANIFEST, POINT_FILE, TABLE, aggregate
 from fabricsim.report import figures
-from fabricsim.report.html import Section, dict_table
+from fabricsim.report.html import Section, dict_table, scaled
 from fabricsim.report.run_page import (
     cct_section,
     check_run_files,
     config_section,
+    describe_lines,
     diagnostics_section,
-    fct_sections,
     link_section,
+    percentile_rows,
     read_config,
     read_table,
     spine_section,
@@ -123,16 +124,21 @@ def _label(row: pd.Series, keys: list[str]) -> str:
     return ", ".join(f"{k.split('.')[-1]}={row[k]}" for k in keys if k != "seed") or "all"
 
 
-def _fct_samples(out: Path, ok: pd.DataFrame, keys: list[str]) -> dict[str, np.ndarray]:
-    """Flows' FCTs pooled by policy (or by parameter set), over seeds and loads."""
+def _fct_samples(
+    out: Path, ok: pd.DataFrame, keys: list[str], load: str | None
+) -> dict[Any, dict[str, np.ndarray]]:
+    """Flows' FCTs per value of the load key (one CDF each, never pooled across loads), by
+    policy (or parameter set) within it, seeds pooled."""
     group = "lb.policy" if "lb.policy" in keys else None
-    pooled: dict[str, list[np.ndarray]] = {}
+    others = [k for k in keys if k != load]
+    pooled: dict[Any, dict[str, list[np.ndarray]]] = {}
     for _, row in ok.iterrows():
-        label = str(row[group]) if group else _label(row, keys)
+        label = str(row[group]) if group else _label(row, others)
         flows = read_table(out / "points" / row["point"] / "flows.parquet", required=True)
         if flows is not None:
-            pooled.setdefault(label, []).append(flows["fct_s"].to_numpy(dtype=float))
-    return {k: np.concatenate(v) for k, v in pooled.items()}
+            at = pooled.setdefault(row[load] if load else None, {})
+            at.setdefault(label, []).append(flows["fct_s"].to_numpy(dtype=float))
+    return {value: {k: np.concatenate(v) for k, v in by.items()} for value, by in pooled.items()}
 
 
 def _by_params(ok: pd.DataFrame, keys: list[str], metrics: list[str]) -> pd.DataFrame:
@@ -152,31 +158,71 @@ def _overview(manifest: dict[str, Any], table: pd.DataFrame, keys: list[str]) ->
     summary = Section("summary", "Sweep summary").table(dict_table(info, "item"))
     cols = ["point", "status", "seed", *[k for k in keys if k != "seed"]]
     cols += [c for c in _MAIN if c in table.columns]
-    sweep = Section("sweep-table", "Points").table(table[cols], max_rows=200)
+    sweep = Section("sweep-table", "Points").table(scaled(table[cols]), max_rows=200)
     sweep.note("Each point's run output is in points/<point>/ (fabricsim report points/<point>).")
     return [summary, sweep]
 
 
-def _vs_load(ok: pd.DataFrame, keys: list[str]) -> list[Section]:
+def _title(manifest: dict[str, Any], detail: Path | None) -> str | None:
+    """``sweep <scenario> · <engine> · seeds ...`` and the fabric and workload lines (from the
+    detail point's effective scenario)."""
+    spec = manifest["spec"]
+    seeds = spec.get("seeds") or []
+    head = f"sweep {spec['scenario']} · {spec.get('engine') or 'default'} engine"
+    head += f" · seeds {', '.join(map(str, seeds[:6]))}" if seeds else ""
+    lines = [head]
+    if detail is not None:
+        config = read_config(detail)
+        lines += describe_lines(config, {})[1:] if config else []
+    return "\n".join(lines)
+
+
+def _fct_by_load(
+    samples: dict[Any, dict[str, np.ndarray]], load: str | None, title: str | None
+) -> list[Section]:
+    """The FCT CDF section with one figure per load value, and the percentiles per value."""
+    if not any(np.isfinite(v).any() for by in samples.values() for v in by.values()):
+        return []
+    cdf = Section("fct-cdf", "Flow completion time CDF")
+    pct = Section("fct-percentiles", "FCT percentiles")
+    rows = []
+    for value, by in samples.items():
+        what = f"{load} = {value}" if load else "all points"
+        head = f"{title}\n{what}" if title else what
+        name = "fct-cdf" if load is None else f"fct-cdf-{_slug(value)}"
+        cdf.figure(name, figures.cdf_png(by, "FCT (s)", head), f"FCT CDF at {what}")
+        for label, fct in by.items():
+            rows.append({**({load: value} if load else {}), **percentile_rows(label, fct)})
+    if load:
+        cdf.note(f"One CDF per {load} (seeds pooled within each).")
+    pct.table(scaled(pd.DataFrame(rows)))
+    return [cdf, pct]
+
+
+def _slug(value: Any) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", f"{value:g}" if isinstance(value, float) else str(value))
+
+
+def _vs_load(ok: pd.DataFrame, keys: list[str], title: str | None = None) -> list[Section]:
     load = _load_key(ok, keys)
     if load is None:
         return []
     group = _group_key(keys, load)
     out = []
-    for sid, title, metrics in (
+    for sid, name, metrics in (
         ("fct-vs-load", "FCT vs load", ["fct_p50_s", "fct_p99_s"]),
         ("ttft-vs-load", "TTFT vs load", ["ttft_mean_s", "ttft_p95_s"]),
     ):
         have = [m for m in metrics if m in ok.columns and ok[m].notna().any()]
         if not have:
             continue
-        sec = Section(sid, title)
+        sec = Section(sid, name)
         sec.note(
-            f"Mean over seeds, band min to max; x = {load}"
+            f"Mean over seeds, band: its 95 % confidence interval (Student t); x = {load}"
             + (f", one line per {group}" if group else "")
         )
-        png = figures.vs_load_png(ok, load, have, group, "seconds")
-        out.append(sec.figure(sid, png, title))
+        png = figures.vs_load_png(ok, load, have, group, "seconds", title)
+        out.append(sec.figure(sid, png, name))
     return out
 
 
@@ -201,12 +247,14 @@ def _detail_point(out: Path, ok: pd.DataFrame) -> tuple[Path | None, str]:
 def _diagnostics(out: Path, ok: pd.DataFrame, keys: list[str], detail: Path | None, note: str):
     """A digest row per point, then the detail point's full tables."""
     rows = []
+    params = ["point", *[k for k in keys if k != "seed"]]
     for _, row in ok.iterrows():
         digest = diagnose(out / "points" / row["point"]).to_dict()
-        rows.append({"point": row["point"], **{k: row[k] for k in keys if k != "seed"}, **digest})
+        rows.append({**{k: row[k] for k in params}, **digest})
     sec = Section("diagnostics", "Diagnostics")
-    if rows:
-        sec.table(pd.DataFrame(rows), caption="Per point (worst values)", max_rows=200)
+    frame = pd.DataFrame(rows).dropna(axis=1, how="all") if rows else pd.DataFrame()
+    if len(frame.columns) > len(params):  # a digest with values, not only the point's keys
+        sec.table(scaled(frame), caption="Per point (worst values)", max_rows=200)
     if detail is not None:
         diagnostics_section(detail, note, sec)
     return sec if sec.parts else None
@@ -221,13 +269,21 @@ def sweep_sections(out: Path, manifest: dict[str, Any] | None = None) -> list[Se
     for point in ok["point"]:
         check_run_files(out / "points" / str(point))
     sections = _overview(manifest, table, keys)
-    samples = _fct_samples(out, ok, keys)
-    ttft = [c for c in ("ttft_mean_s", "ttft_p95_s", "ttft_p99_s") if c in ok.columns]
-    sections += fct_sections(samples, _by_params(ok, keys, ttft) if ttft and len(ok) else None)
-    sections += _vs_load(ok, keys)
     detail, note = _detail_point(out, ok)
+    title = _title(manifest, detail)
+    load = _load_key(ok, keys) if len(ok) else None
+    ttft = [c for c in ("ttft_mean_s", "ttft_p95_s", "ttft_p99_s") if c in ok.columns]
+    sections += _fct_by_load(_fct_samples(out, ok, keys, load), load, title)
+    if ttft and len(ok):
+        pct = next((s for s in sections if s.id == "fct-percentiles"), None)
+        if pct is not None:
+            by = scaled(_by_params(ok, keys, ttft))
+            pct.table(by, caption="TTFT percentiles (mean over seeds)")
+    sections += _vs_load(ok, keys, title)
     if detail is not None:
-        sections += [s for s in (spine_section(detail, note), link_section(detail, note)) if s]
+        sections += [
+            s for s in (spine_section(detail, note, title), link_section(detail, note, title)) if s
+        ]
     sections += [s for s in (_cct(ok, keys), _diagnostics(out, ok, keys, detail, note)) if s]
     spec = {k: v for k, v in manifest["spec"].items() if k != "version"}
     cfg = config_section(detail if detail is not None else out, spec)

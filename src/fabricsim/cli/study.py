@@ -1,0 +1,138 @@
+"""The ``study`` verb: a scenario under A vs B on paired seeds, over an optional grid
+(:mod:`fabricsim.experiments.paired`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from fabricsim.cli.app import EngineOpt, PresetOpt, QuietOpt, ScenarioArg, SetOpt, app, with_preset
+from fabricsim.cli.common import ProgressBar, engine_option, out_path
+from fabricsim.config.loader import load_scenario, parse_set_options
+from fabricsim.errors import ConfigError
+from fabricsim.experiments.backend import check_workers
+from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
+from fabricsim.experiments.paired import (
+    PairedStudy,
+    parse_vs,
+    point_title,
+    run_paired,
+    study_record,
+)
+from fabricsim.metrics.outdir import check_out_dir
+from fabricsim.report.study_plots import METRIC_LABELS, paired_figures
+from fabricsim.units import human_number, seconds_unit
+
+
+def _cell(mean: float, low: float, high: float, factor: float, unit: str) -> str:
+    text = f"{human_number(mean / factor)} {unit}"
+    if math.isfinite(low):
+        text += f" [{human_number(low / factor)}, {human_number(high / factor)}]"
+    return text
+
+
+def _delta(row: pd.Series) -> str:
+    if not math.isfinite(row["delta_pct"]):
+        return "-"
+    text = f"{row['delta_pct']:+.1f} %"
+    if math.isfinite(row["delta_ci_low"]):
+        text += f" [{row['delta_ci_low']:+.1f}, {row['delta_ci_high']:+.1f}]"
+    return text
+
+
+def print_study(study: PairedStudy, console: Console | None = None) -> None:
+    """One table per grid point: each value's mean [95 % CI] and each change vs the baseline."""
+    console = console or Console(width=None if sys.stdout.isatty() else 120)
+    key, values = study.vs
+    names = [str(v) for v in values]
+    sc = study.scenario
+    console.print(describe_run(sc, study.engine, study.seeds))
+    console.print(f"fabric:   {describe_fabric(sc)}")
+    grid = f" (grid over {', '.join(study.grid)})" if study.grid else ""
+    console.print(f"workload: {describe_workload(sc)}{grid}")
+    for params in study.points():
+        part = study.table
+        for k, v in params.items():
+            part = part[part[k] == v]
+        at = f" at {point_title(params)}" if params else ""
+        table = Table(
+            title=f"{key}: {' vs '.join(names)}{at}",
+            caption=f"mean [95 % CI] over {len(study.seeds)} paired seeds; Δ: change of the "
+            f"mean vs {names[0]} [95 % CI of the paired difference]",
+        )
+        table.add_column("metric")
+        for name in names:
+            table.add_column(name, justify="right")
+        for name in names[1:]:
+            table.add_column(f"Δ {name}", justify="right")
+        for metric in dict.fromkeys(part["metric"]):
+            rows = {r["value"]: r for _, r in part[part["metric"] == metric].iterrows()}
+            factor, unit = seconds_unit(float(rows[names[0]]["mean"]))
+            cells = [
+                _cell(rows[n]["mean"], rows[n]["ci_low"], rows[n]["ci_high"], factor, unit)
+                for n in names
+            ]
+            table.add_row(
+                METRIC_LABELS.get(metric, metric), *cells, *(_delta(rows[n]) for n in names[1:])
+            )
+        console.print(table)
+
+
+@app.command()
+def study(
+    scenario: ScenarioArg,
+    vs: Annotated[
+        str, typer.Option("--vs", help="KEY=A,B[,...]: the values compared (A: baseline)")
+    ],
+    grid: Annotated[
+        list[str] | None, typer.Option("--grid", help="KEY=V1,V2,... a grid axis; repeatable")
+    ] = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="paired seeds (seed, seed+1, ...)")] = 3,
+    out: Annotated[str | None, typer.Option("--out", help="output directory")] = None,
+    engine: EngineOpt = None,
+    set_: SetOpt = None,
+    preset: PresetOpt = None,
+    workers: Annotated[int, typer.Option("--workers", help="parallel processes")] = 1,
+    scheduler: Annotated[
+        str | None, typer.Option("--scheduler", help="Dask scheduler, e.g. tcp://host:8786")
+    ] = None,
+    svg: Annotated[bool, typer.Option("--svg", help="figures as SVG instead of PNG")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the table as JSON")] = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Compare two (or more) values of one key on the same seeds: mean, P95, P99 FCT (TTFT,
+    CCT) with 95 % confidence intervals and the change against the first value."""
+    out_dir = out_path(out, "--out")
+    check_workers(workers)
+    if workers != 1 and scheduler is not None:
+        raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")
+    vs_axis = parse_vs(vs)
+    sets = parse_set_options(with_preset(set_, preset))
+    name = load_scenario(scenario).name
+    target = out_dir or Path("runs") / f"study-{name}"
+    check_out_dir(target, "study")
+    bar = ProgressBar("study", enabled=not quiet and not as_json and sys.stdout.isatty())
+    try:
+        result = run_paired(
+            scenario, vs_axis, grid or [], seeds, sets=sets, engine=engine_option(engine),
+            workers=workers, scheduler=scheduler, out=target,
+            figures=lambda d, s: paired_figures(d, s, "svg" if svg else "png"), progress=bar,
+        )  # fmt: skip
+    finally:
+        bar.stop()
+    if as_json:
+        record: dict[str, Any] = study_record(result)
+        record.pop("runs")
+        typer.echo(json.dumps(record, indent=1, ensure_ascii=False, default=str))
+        return
+    if not quiet:
+        print_study(result)
+        typer.echo(f"wrote {target}/ (study.csv, study.json, figures, one directory per run)")

@@ -1,0 +1,250 @@
+"""Figures of a paired study (``fabricsim study``): per-point CDFs, metric vs grid with CI bands,
+per-top-switch heatmaps side by side.
+
+Every title names the scenario, engine and seeds, and the fabric and workload in their lines
+(:mod:`fabricsim.experiments.describe`).  matplotlib is imported when a figure is drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fabricsim.analysis import moe_incast
+from fabricsim.analysis.links import spine_grid
+from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
+from fabricsim.experiments.paired import PairedStudy, point_label, point_title
+from fabricsim.metrics.results import Result
+from fabricsim.report import figures
+from fabricsim.report.figures import FIGURE_FORMAT
+from fabricsim.units import seconds_unit
+
+__all__ = ["METRIC_LABELS", "ark_figures", "paired_figures", "study_title"]
+
+METRIC_LABELS = {
+    "fct_mean_s": "mean FCT",
+    "fct_p95_s": "P95 FCT",
+    "fct_p99_s": "P99 FCT",
+    "ttft_mean_s": "mean TTFT",
+    "ttft_p95_s": "P95 TTFT",
+    "ttft_p99_s": "P99 TTFT",
+    "cct_s": "CCT",
+}
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def study_title(study: PairedStudy, what: str, params: dict[str, Any] | None = None) -> str:
+    """A figure title: what it shows, then the run line, the fabric and the workload (at the
+    grid point ``params``, or the base scenario with the grid keys named)."""
+    sc = study.scenario.with_overrides(params) if params else study.scenario
+    grid = f" (grid over {', '.join(study.grid)})" if study.grid and not params else ""
+    return (
+        f"{what}\n{describe_run(sc, study.engine, study.seeds)}\n"
+        f"{describe_fabric(sc)}\n{describe_workload(sc)}{grid}"
+    )
+
+
+def _save(plt: Any, fig: Any, path: Path, fmt: str) -> Path:
+    fig.savefig(path.with_suffix(f".{fmt}"), dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path.with_suffix(f".{fmt}")
+
+
+def _ttft(flows: Any) -> np.ndarray:
+    if not {"prefill_s", "decode_s"} <= set(flows.columns):
+        return np.array([])
+    return (flows["prefill_s"] + flows["fct_s"] + flows["decode_s"]).to_numpy(dtype=float)
+
+
+def plot_point_cdfs(study: PairedStudy, params: dict[str, Any], path: Path, fmt: str) -> Path:
+    """CDFs of FCT (and TTFT for KV caches) of each ``vs`` value at one grid point, seeds pooled."""
+    plt = _pyplot()
+    key, values = study.vs
+    series: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for value in values:
+        runs = study.results(params, value)
+        fct = np.concatenate([r.flows["fct_s"].to_numpy(dtype=float) for r in runs])
+        ttft = np.concatenate([_ttft(r.flows) for r in runs])
+        series[str(value)] = (fct[np.isfinite(fct)], ttft[np.isfinite(ttft)])
+    panels = 2 if all(len(t) for _, t in series.values()) else 1
+    fig, axes = plt.subplots(
+        1, panels, figsize=(5.5 * panels, 5.0), squeeze=False, layout="constrained"
+    )
+    for i, what in enumerate(("FCT", "TTFT")[:panels]):
+        ax = axes[0][i]
+        for value, data in series.items():
+            x = np.sort(data[i])
+            ax.plot(x, np.arange(1, len(x) + 1) / max(len(x), 1), label=f"{key}={value}")
+        ax.set_xscale("log")
+        ax.set_xlabel(f"{what} (s)")
+        ax.set_ylabel("CDF")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(study_title(study, f"CDF at {point_title(params)}", params), fontsize=8)
+    return _save(plt, fig, path, fmt)
+
+
+def plot_vs_grid(
+    study: PairedStudy, path: Path, fmt: str, metrics: Sequence[str] | None = None
+) -> Path | None:
+    """Each metric (default: all) against the (single) grid key, one line per ``vs`` value with
+    its 95 % CI band; None without exactly one grid key."""
+    if len(study.grid) != 1:
+        return None
+    (gkey,) = study.grid
+    table = study.table
+    present = set(table["metric"])
+    metrics = [m for m in (metrics or METRIC_LABELS) if m in present]
+    if not metrics:
+        return None
+    plt = _pyplot()
+    cols = min(len(metrics), 3)
+    rows = -(-len(metrics) // cols)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(4.6 * cols, 1.2 + 3.6 * rows), squeeze=False, layout="constrained"
+    )
+    key, values = study.vs
+    for ax, metric in zip(axes.flat, metrics, strict=False):
+        part = table[table["metric"] == metric]
+        factor, unit = seconds_unit(float(part["mean"].abs().max()))
+        for value in values:
+            line = part[part["value"] == str(value)]
+            x = line[gkey].to_numpy()
+            ax.plot(x, line["mean"] / factor, marker="o", label=f"{key}={value}")
+            if line["ci_low"].notna().all():
+                ax.fill_between(x, line["ci_low"] / factor, line["ci_high"] / factor, alpha=0.2)
+        ax.set_xlabel(gkey)
+        ax.set_ylabel(f"{METRIC_LABELS[metric]} ({unit})")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in list(axes.flat)[len(metrics) :]:
+        ax.set_visible(False)
+    fig.suptitle(study_title(study, f"metrics vs {gkey} (bands: 95 % CI over seeds)"), fontsize=8)
+    return _save(plt, fig, path, fmt)
+
+
+def plot_heatmaps(study: PairedStudy, params: dict[str, Any], path: Path, fmt: str) -> Path | None:
+    """Active flows per top switch over time, one panel per ``vs`` value (first seed)."""
+    named: list[tuple[str, Result]] = []
+    key, values = study.vs
+    for value in values:
+        runs = study.results(params, value)
+        if not runs or runs[0].tables.get("timeline_spine_flows") is None:
+            return None
+        if runs[0].tables["timeline_spine_flows"].empty:
+            return None
+        named.append((f"{key}={value}", runs[0]))
+    plt = _pyplot()
+    tables = [r.tables["timeline_spine_flows"] for _, r in named]
+    end = max(float(t["time_s"].max()) for t in tables)
+    bin_s = max(end / 400, 1e-9)
+    grids = [spine_grid(t, bin_s, end) for t in tables]
+    vmax = max(float(g.max()) for _, g in grids) or 1.0
+    fig, axes = plt.subplots(
+        len(named), 1, figsize=(11, 1.8 + 1.6 * len(named)), sharex=True, squeeze=False,
+        layout="constrained",
+    )  # fmt: skip
+    im = None
+    for ax, (spines, grid), (name, _) in zip(axes[:, 0], grids, named, strict=True):
+        im = ax.imshow(
+            grid, aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=vmax,
+            extent=(0, grid.shape[1] * bin_s, -0.5, len(spines) - 0.5), interpolation="nearest",
+        )  # fmt: skip
+        ax.set_yticks(range(len(spines)), spines)
+        ax.set_title(f"{name}: active flows per top switch (peak {int(grid.max())})", fontsize=9)
+    axes[-1, 0].set_xlabel("time (s)")
+    fig.colorbar(im, ax=axes[:, 0].tolist(), label="active flows")
+    seed = study.seeds[0]
+    what = f"top-switch load at {point_title(params)} (seed {seed})"
+    fig.suptitle(study_title(study, what, params), fontsize=8)
+    return _save(plt, fig, path, fmt)
+
+
+def plot_moe(study: PairedStudy, params: dict[str, Any], directory: Path, fmt: str) -> list[Path]:
+    """MoE runs (with ``timeline_backlog``): the hot receiver's queue and the backlog, and receiver
+    utilization with active destinations per sender, one line per ``vs`` value (first seed)."""
+    key, values = study.vs
+    series: dict[str, Any] = {}
+    active: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for value in values:
+        runs = study.results(params, value)
+        tl = runs[0].tables.get("timeline_backlog") if runs else None
+        if tl is None or tl.empty or "hot_queue_bytes" not in tl.columns:
+            return []
+        series[f"{key}={value}"] = tl
+    end = max(float(tl["time_s"].max()) for tl in series.values())
+    times = np.linspace(0.0, end, 400)
+    for value in values:
+        flows = study.results(params, value)[0].flows
+        active[f"{key}={value}"] = (times, moe_incast.active_destinations(flows, times))
+    label = point_label(params) or "all"
+    token = FIGURE_FORMAT.set(fmt)
+    try:
+        title = study_title(
+            study, f"MoE incast at {point_title(params)} (seed {study.seeds[0]})", params
+        )
+        files = {
+            f"moe_queue_{label}": figures.moe_queue_png(series, None, title),
+            f"moe_utilization_{label}": figures.moe_utilization_png(series, active, None, title),
+        }
+    finally:
+        FIGURE_FORMAT.reset(token)
+    out = []
+    for stem, data in files.items():
+        path = directory / f"{stem}.{fmt}"
+        path.write_bytes(data)
+        out.append(path)
+    return out
+
+
+def paired_figures(directory: Path, study: PairedStudy, fmt: str = "png") -> list[Path]:
+    """Every figure of a study into ``directory``: ``cdf_<point>``, ``vs_grid`` (one grid key),
+    ``heatmap_<point>`` (with spine timelines), ``moe_queue_<point>`` and
+    ``moe_utilization_<point>`` (MoE runs with timelines); returns the files written."""
+    out: list[Path] = []
+    d = Path(directory)
+    for params in study.points():
+        label = point_label(params) or "all"
+        out.append(plot_point_cdfs(study, params, d / f"cdf_{label}", fmt))
+        heat = plot_heatmaps(study, params, d / f"heatmap_{label}", fmt)
+        if heat is not None:
+            out.append(heat)
+        out += plot_moe(study, params, d, fmt)
+    grid = plot_vs_grid(study, d / "vs_grid", fmt)
+    if grid is not None:
+        out.append(grid)
+    return out
+
+
+def ark_figures(directory: Path, study: PairedStudy, fmt: str = "png") -> list[Path]:
+    """The default study's figures, as ``001_*.txt``: ``fct_vs_qps`` (mean and P95 FCT, Fig. 2),
+    ``ttft_vs_qps`` (mean and P95 TTFT, Fig. 4), and at QPS 25 (or the one rate studied) the
+    per-spine heatmap (``spine_heatmap_qps25``, Fig. 3) and the CDFs (``cdf_qps25``)."""
+    d = Path(directory)
+    out = [
+        p
+        for p in (
+            plot_vs_grid(study, d / "fct_vs_qps", fmt, ("fct_mean_s", "fct_p95_s")),
+            plot_vs_grid(study, d / "ttft_vs_qps", fmt, ("ttft_mean_s", "ttft_p95_s")),
+        )
+        if p is not None
+    ]
+    points = study.points()
+    at = next((p for p in points if p.get("workload.qps") == 25), points[-1])
+    label = point_label(at) or "all"
+    heat = plot_heatmaps(study, at, d / f"spine_heatmap_{label}", fmt)
+    if heat is not None:
+        out.append(heat)
+    out.append(plot_point_cdfs(study, at, d / f"cdf_{label}", fmt))
+    return out
