@@ -1,7 +1,8 @@
 """ECMP vs ARK on the built-in ``ark`` scenario, paired seeds, table and plots.
 
-The same study ``fabricsim run`` (no scenario) runs, from Python, with a smaller request count
-by default so it finishes in seconds.  Run:
+The study ``fabricsim run`` (no scenario) runs, from Python, at one request rate and with a
+smaller request count by default so it finishes in seconds (``--qps 0``: the paper's QPS
+points, as ``fabricsim run``).  Run:
 ``python examples/ark_study.py [--requests 1000] [--seeds 3] [--qps 25] [--out runs/ark-example]``.
 """
 
@@ -21,7 +22,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=Path("runs/ark-example"))
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
-    sets = [f"workload.requests={args.requests}", f"workload.qps={args.qps}"]
+    sets = [f"workload.requests={args.requests}"]
+    sets += [f"workload.qps={args.qps}"] if args.qps > 0 else []
     default_study(args.out, sets, seed=None, quiet=args.quiet, seeds=args.seeds)
 
 

@@ -15,6 +15,8 @@ _core_build.install()  # before anything imports a compiled module (FABRICSIM_PU
 
 from fabricsim.config import Scenario, builtin_names, load_scenario  # noqa: E402
 from fabricsim.errors import ConfigError, EngineRefusal, FabricsimError  # noqa: E402
+from fabricsim.experiments.paired import study  # noqa: E402
+from fabricsim.experiments.sweep import sweep  # noqa: E402
 from fabricsim.metrics import Result  # noqa: E402
 from fabricsim.runner import run  # noqa: E402
 
@@ -28,4 +30,6 @@ __all__ = [
     "builtin_names",
     "load_scenario",
     "run",
+    "study",
+    "sweep",
 ]

@@ -29,7 +29,7 @@ def test_controller_example(monkeypatch, capsys):
 def test_study_example(monkeypatch, tmp_path, capsys):
     argv = ["--requests", "40", "--seeds", "1", "--out", str(tmp_path), "--quiet"]
     _run_script("ark_study.py", argv, monkeypatch)
-    assert (tmp_path / "spine_heatmap.png").exists() and (tmp_path / "ark-seed1").is_dir()
+    assert (tmp_path / "spine_heatmap_all.png").exists() and (tmp_path / "ark-seed1").is_dir()
 
 
 def test_sweep_example(monkeypatch, tmp_path, capsys):

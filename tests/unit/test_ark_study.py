@@ -24,34 +24,52 @@ from fabricsim.experiments.study import (
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def test_default_study_writes_runs_tables_and_plots(tmp_path, capsys):
-    default_study(tmp_path, ["workload.requests=60"], seed=None, quiet=True, seeds=2)
+QPS = (1, 5, 10, 15, 20, 25, 30)
+
+
+def test_default_study_runs_the_qps_grid_paired_with_figures(tmp_path, capsys):
+    study = default_study(tmp_path, ["workload.requests=40"], seed=None, quiet=True, seeds=2)
     assert capsys.readouterr().out == ""
-    for name in ("ecmp-seed1", "ecmp-seed2", "ark-seed1", "ark-seed2"):
-        assert (tmp_path / name / "summary.json").exists()
-        assert (tmp_path / name / "timeline_spine_flows.parquet").exists()
-    for png in ("fct_ttft.png", "spine_heatmap.png"):
+    dirs = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
+    assert dirs == sorted(
+        f"qps{q}-{p}-seed{s}" for q in QPS for p in ("ecmp", "ark") for s in (1, 2)
+    )
+    assert (tmp_path / "qps25-ark-seed1" / "timeline_spine_flows.parquet").exists()
+    for png in ("fct_vs_qps.png", "ttft_vs_qps.png", "spine_heatmap_qps25.png", "cdf_qps25.png"):
         assert (tmp_path / png).read_bytes()[:8] == PNG
     record = json.loads((tmp_path / "study.json").read_text())
-    assert record["seeds"] == [1, 2] and record["qps"] == 25
-    table = pd.read_csv(tmp_path / "comparison.csv", index_col="metric")
-    ark = json.loads((tmp_path / "ark-seed1" / "summary.json").read_text())
-    ark2 = json.loads((tmp_path / "ark-seed2" / "summary.json").read_text())
-    expected = (ark["fct_mean_s"] + ark2["fct_mean_s"]) / 2
-    assert table.loc["fct_mean_s", "ark"] == pytest.approx(expected, rel=1e-12)
-    assert {"ttft_mean_s", "ttft_p95_s", "peak_flows_spine0", "peak_flows_max"} <= set(table.index)
+    assert record["seeds"] == [1, 2] and record["grid"] == {"workload.qps": list(QPS)}
+    assert record["vs"]["values"] == ["ecmp", "ark"]
+    table = pd.read_csv(tmp_path / "study.csv")
+    row = table.query("`workload.qps` == 25 and metric == 'fct_mean_s' and value == 'ark'")
+    ark = [
+        json.loads((tmp_path / f"qps25-ark-seed{s}" / "summary.json").read_text()) for s in (1, 2)
+    ]
+    assert float(row["mean"].iloc[0]) == pytest.approx(np.mean([a["fct_mean_s"] for a in ark]))
+    assert {"fct_mean_s", "fct_p95_s", "ttft_mean_s", "ttft_p95_s"} <= set(table["metric"])
+    assert study.grid == {"workload.qps": list(QPS)}
 
 
-def test_study_prints_the_side_by_side_table(tmp_path, capsys):
+def test_default_study_prints_the_trend_table(tmp_path, capsys):
     default_study(tmp_path, ["workload.requests=30"], seed=4, quiet=False, seeds=1)
     out = capsys.readouterr().out
-    for needle in ("mean FCT", "P95 FCT", "mean TTFT", "P95 TTFT", "peak flows spine3", "ECMP"):
+    for needle in ("mean FCT", "P95 FCT", "mean TTFT", "P95 TTFT", "QPS", "ECMP → ARK"):
         assert needle in out
-    assert (tmp_path / "ark-seed4").is_dir()
+    assert "fabric:   leaf-spine, 16 hosts" in out
+    assert (tmp_path / "qps25-ark-seed4").is_dir()
+
+
+def test_a_set_qps_runs_that_rate_alone(tmp_path):
+    default_study(tmp_path, ["workload.requests=20", "workload.qps=10"], None, True, seeds=1)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["ark-seed1", "ecmp-seed1"]
+    assert (tmp_path / "spine_heatmap_all.png").exists()
 
 
 def test_cli_run_without_scenario_runs_the_study(tmp_path, capsys):
-    code = main(["run", "--set", "workload.requests=25", "--seed", "7", "--out", str(tmp_path)])
+    code = main([
+        "run", "--set", "workload.requests=25", "--set", "workload.qps=25", "--seed", "7",
+        "--out", str(tmp_path),
+    ])  # fmt: skip
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == [
@@ -61,7 +79,8 @@ def test_cli_run_without_scenario_runs_the_study(tmp_path, capsys):
 
 
 def test_cli_study_quiet_prints_nothing(tmp_path, capsys):
-    assert main(["run", "--set", "workload.requests=20", "--out", str(tmp_path), "--quiet"]) == 0
+    argv = ["run", "--set", "workload.requests=20", "--set", "workload.qps=5", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
     assert capsys.readouterr().out == ""
 
 
@@ -127,8 +146,8 @@ def test_spine_grid_keeps_peaks_and_carries_values():
 
 def test_study_replaces_a_previous_output_whole_and_refuses_a_foreign_dir(tmp_path, capsys):
     out = tmp_path / "study"
-    default_study(out, ["workload.requests=20"], seed=None, quiet=True, seeds=2)
-    default_study(out, ["workload.requests=20"], seed=5, quiet=True, seeds=1)
+    default_study(out, ["workload.requests=20", "workload.qps=5"], None, True, seeds=2)
+    default_study(out, ["workload.requests=20", "workload.qps=5"], seed=5, quiet=True, seeds=1)
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["ark-seed5", "ecmp-seed5"]
     assert (out / ".fabricsim").exists() and [p.name for p in tmp_path.iterdir()] == ["study"]
     junk = tmp_path / "junk"

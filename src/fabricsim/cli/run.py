@@ -1,94 +1,105 @@
 """The ``run`` verb: one scenario, or with no SCENARIO the default ARK KV-cache study.
 
-The study itself is :func:`fabricsim.experiments.study.run_study`; :func:`default_study` adds
-what the command shows: its figures, a progress bar on a terminal and the side-by-side table.
+The study itself is :func:`fabricsim.experiments.study.ark_qps_study` (ECMP vs ARK on paired
+seeds over the paper's QPS points); :func:`default_study` adds what the command shows: its
+figures, a progress bar on a terminal and the trend table.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import pandas as pd
 import typer
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 import fabricsim
 from fabricsim.cli.app import EngineOpt, PresetOpt, QuietOpt, SetOpt, app, with_preset
-from fabricsim.cli.common import engine_option, out_path, scenario_from_options
-from fabricsim.config.models import Scenario
+from fabricsim.cli.common import (
+    ProgressBar,
+    SimBar,
+    engine_option,
+    out_path,
+    scenario_from_options,
+)
 from fabricsim.errors import ConfigError
-from fabricsim.experiments.study import LABELS, run_study
+from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
+from fabricsim.experiments.paired import PairedStudy
+from fabricsim.experiments.study import LABELS, ark_qps_study, offered_load
 from fabricsim.metrics.outdir import check_out_dir
-from fabricsim.report.plots import study_figures
+from fabricsim.metrics.readable import summary_rows
+from fabricsim.metrics.results import dumps_json
+from fabricsim.report.study_plots import ark_figures
+from fabricsim.units import human_number, seconds_unit
 
 
 def _is_tty(quiet: bool) -> bool:
     return (not quiet) and sys.stdout.isatty()
 
 
-def _print_summary(summary: dict[str, Any]) -> None:
-    table = Table(title=f"{summary.get('scenario')} on the {summary.get('engine')} engine")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key, value in summary.items():
-        if isinstance(value, dict | list):
-            continue
-        table.add_row(key, f"{value:.6g}" if isinstance(value, float) else str(value))
-    Console().print(table)
+def _print_summary(res: Any) -> None:
+    sc, s = res.scenario, res.summary
+    console = Console(width=None if sys.stdout.isatty() else 110)
+    console.print(describe_run(sc, str(s.get("engine")), [int(s.get("seed", sc.seed))]))
+    console.print(f"fabric:   {describe_fabric(sc)}")
+    console.print(f"workload: {describe_workload(sc)}")
+    table = Table(show_header=False, box=None, padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    for what, value in summary_rows(s):
+        table.add_row(what, value)
+    console.print(table)
 
 
-class _StudyBar:
-    """The study's progress bar (transient, on a terminal): a ``progress(done, total)``."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.progress = Progress(transient=True) if enabled else None
-        self.task: Any = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if self.progress is None:
-            return
-        if self.task is None:
-            self.progress.start()
-            self.task = self.progress.add_task("ARK study", total=total)
-        self.progress.update(self.task, completed=done)
-        if done >= total:  # the runs are done: the bar goes before anything is written
-            self.stop()
-
-    def stop(self) -> None:
-        if self.progress is not None and self.task is not None:
-            self.progress.stop()
-        self.progress = None
+def _trend_cell(part: pd.DataFrame, metric: str, names: list[str]) -> str:
+    rows = {r["value"]: r for _, r in part[part["metric"] == metric].iterrows()}
+    if not rows:
+        return "-"
+    base, other = rows[names[0]], rows[names[1]]
+    factor, unit = seconds_unit(float(base["mean"]))
+    text = f"{human_number(base['mean'] / factor)} → {human_number(other['mean'] / factor)} {unit}"
+    if math.isfinite(other["delta_pct"]):
+        text += f"  {_pct(other['delta_pct'])} %"
+    if math.isfinite(other["delta_ci_low"]):
+        text += f" [{_pct(other['delta_ci_low'])}, {_pct(other['delta_ci_high'])}]"
+    return text
 
 
-def _print_study(frame: pd.DataFrame, seeds: list[int], sc: Scenario) -> None:
-    """The side-by-side table of the study (rich)."""
+def _pct(x: float) -> str:
+    return f"{x:+.1f}" if abs(x) < 9.95 else f"{x:+.0f}"
+
+
+def print_trend(study: PairedStudy) -> None:
+    """The default study in one table: per QPS, ECMP → ARK and ARK's change with its 95 % CI."""
+    console = Console(width=None if sys.stdout.isatty() else 150)
+    sc = study.scenario
+    console.print(describe_run(sc, study.engine, study.seeds))
+    console.print(f"fabric:   {describe_fabric(sc)}")
+    console.print(f"workload: {describe_workload(sc)}" + (" (grid over QPS)" if study.grid else ""))
+    names = [str(v) for v in study.vs[1]]
     table = Table(
-        title=f"ARK vs ECMP: {sc.workload.requests} requests at QPS {sc.workload.qps:g}, "  # type: ignore[union-attr]
-        f"seeds {', '.join(map(str, seeds))} (mean over seeds)"
+        title="ECMP → ARK for KV-cache transfers (mean over seeds; Δ: ARK's change, 95 % CI)",
     )
-    table.add_column("metric")
-    for name in frame.columns:
-        table.add_column("ARK vs ECMP" if name == "change_pct" else name.upper(), justify="right")
-    for key, row in frame.iterrows():
-        label = LABELS.get(str(key), str(key).replace("_", " "))
-        cells = []
-        for col, value in row.items():
-            if not np.isfinite(value):
-                cells.append("-")
-            elif col == "change_pct":
-                cells.append(f"{value:+.1f} %")
-            elif str(key).startswith(("peak", "ark_")):
-                cells.append(f"{value:.1f}")
-            else:
-                cells.append(f"{value:.3f}")
-        table.add_row(label, *cells)
-    Console().print(table)
+    table.add_column("QPS", justify="right")
+    table.add_column("load", justify="right")
+    metrics = ("fct_mean_s", "fct_p95_s", "ttft_mean_s", "ttft_p95_s")
+    for metric in metrics:
+        table.add_column(LABELS[metric].replace(" (s)", ""), justify="right")
+    for params in study.points():
+        part = study.table
+        qps = params.get("workload.qps", sc.workload.qps)  # type: ignore[union-attr]
+        for k, v in params.items():
+            part = part[part[k] == v]
+        load = offered_load(sc.with_overrides({"workload.qps": qps}))
+        cells = [_trend_cell(part, m, names) for m in metrics]
+        table.add_row(f"{qps:g}", f"{load:.2f}" if math.isfinite(load) else "-", *cells)
+    console.print(table)
 
 
 def default_study(
@@ -97,31 +108,38 @@ def default_study(
     seed: int | None,
     quiet: bool,
     seeds: int | Sequence[int] | None = None,
-) -> None:
-    """The default study as ``fabricsim run`` runs it: runs, tables, figures and the table.
+    workers: int | None = None,
+) -> PairedStudy:
+    """The default study as ``fabricsim run`` runs it: ECMP vs ARK over the paper's QPS points.
 
     Parameters
     ----------
     out : pathlib.Path
-        Output directory: what :func:`~fabricsim.experiments.study.run_study` writes, and
-        ``fct_ttft.png`` (CDFs) and ``spine_heatmap.png`` (first seed, as Fig. 3).
+        Output directory: what :func:`~fabricsim.experiments.study.ark_qps_study` writes, and
+        :func:`~fabricsim.report.study_plots.ark_figures` (FCT and TTFT vs QPS, the spine
+        heatmap and CDFs at QPS 25).
     sets : list of str
-        ``KEY=VALUE`` overrides of the scenario (not ``lb.policy``).
+        ``KEY=VALUE`` overrides of the scenario (not ``lb.policy``; ``workload.qps``: that rate
+        alone).
     seed : int or None
         First seed (default 1).
     quiet : bool
         Print nothing.
     seeds : int or sequence of int, optional
         How many consecutive seeds (default 3), or the seeds themselves.
+    workers : int, optional
+        Local processes (default: up to 4, one per CPU).
     """
-    bar = _StudyBar(not quiet and sys.stdout.isatty())
+    bar = ProgressBar("ARK study", not quiet and sys.stdout.isatty())
+    n = workers if workers is not None else max(1, min(4, os.cpu_count() or 1))
     try:
-        study = run_study(out, sets, seed, seeds, figures=study_figures, progress=bar)
+        study = ark_qps_study(out, sets, seed, seeds, ark_figures, bar, workers=n)
     finally:
         bar.stop()
     if not quiet:
-        _print_study(study.table, study.seeds, study.scenario)
-        print(f"wrote {out}/ (runs, comparison.csv, study.json, plots)")
+        print_trend(study)
+        print(f"wrote {out}/ (study.csv, study.json, figures, one directory per run)")
+    return study
 
 
 @app.command()
@@ -134,6 +152,9 @@ def run(
     preset: PresetOpt = None,
     seed: Annotated[int | None, typer.Option("--seed", help="override the scenario seed")] = None,
     out: Annotated[str | None, typer.Option("--out", help="output directory")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print the run's summary (summary.json) as JSON")
+    ] = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Run a scenario (no SCENARIO: the default ARK KV-cache study, ECMP vs ARK)."""
@@ -160,12 +181,14 @@ def run(
     sc = scenario_from_options(scenario, with_preset(set_, preset), seed)
     target = out_dir or Path("runs") / f"{sc.name}-{engine or sc.engine.kind}"
     check_out_dir(target)  # before the run: a bad --out fails in milliseconds
-    if _is_tty(quiet):
-        with Console().status(f"running {sc.name} on the {engine or sc.engine.kind} engine"):
-            res = fabricsim.run(sc, engine=engine)
-    else:
-        res = fabricsim.run(sc, engine=engine)
+    bar = SimBar(f"{sc.name} ({engine or sc.engine.kind})", _is_tty(quiet or as_json))
+    try:
+        res = fabricsim.run(sc, engine=engine, progress=bar if bar.progress else None)
+    finally:
+        bar.stop()
     res.save(target)
-    if not quiet:
-        _print_summary(res.summary)
-        typer.echo(f"wrote {target}/")
+    if as_json:
+        typer.echo(dumps_json(res.summary), nl=False)
+    elif not quiet:
+        _print_summary(res)
+        typer.echo(f"wrote {target}/ (summary.json has every figure)")

@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from typing import Any
 
 from fabricsim.errors import ConfigError
@@ -271,6 +271,31 @@ def check_timeout(timeout_s: float, option: str = "--connect-timeout") -> None:
         raise ConfigError(f"{option}: at most 3600 s (got {timeout_s:g})")
 
 
+IN_PROCESS = 0
+"""``workers=IN_PROCESS`` (the Python API's ``workers=1``): run each task here, in order."""
+
+
+class _InProcessBackend:
+    """Tasks run in this process as they are submitted (no isolation; for notebooks and
+    scripts, where worker processes would import the calling script again)."""
+
+    name = "this process"
+
+    def submit(self, fn: Callable, arg: Any) -> Any:
+        future: Future = Future()
+        try:
+            future.set_result(fn(arg))
+        except Exception as exc:  # noqa: BLE001 - the future carries it, as a pool's would
+            future.set_exception(exc)
+        return future
+
+    def as_completed(self, futures: list[Any]) -> Iterator[Any]:
+        return iter(futures)
+
+    def close(self, cancel: bool = False) -> None:
+        return None
+
+
 class _LocalBackend:
     """Tasks in worker processes on this machine."""
 
@@ -421,7 +446,8 @@ def open_backend(
 ):
     """A local process pool (``workers``) or a Dask client (``scheduler``); not both.
 
-    ``limit`` caps the local pool (no more processes than tasks to run).
+    ``limit`` caps the local pool (no more processes than tasks to run);
+    ``workers=IN_PROCESS`` runs the tasks in this process.
     """
     if workers is not None and scheduler is not None:
         raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")
@@ -432,6 +458,8 @@ def open_backend(
             )
         check_timeout(timeout_s)
         return _DaskBackend(scheduler, timeout_s)
+    if workers == IN_PROCESS:
+        return _InProcessBackend()
     check_workers(workers)
     n = workers or os.cpu_count() or 1
     return _LocalBackend(max(1, min(n, limit)) if limit else n)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +62,31 @@ def check_engine(sc: Scenario, engine: str) -> None:
     check_supported(sc, engine)
 
 
+Progress = Callable[[float, float], None]
+"""``progress(simulated_s, expected_end_s)``: the engine's simulated time and the run's ideal end
+(the busiest host's bytes at its line rate after the last start; a run often goes past it)."""
+
+
+def expected_end_s(fabric: Fabric, flows: FlowTable) -> float:
+    """The run's ideal end: the last start plus the busiest host's bytes (sent or received)
+    at the slowest host link rate (a lower bound, for a progress bar's ETA)."""
+    if len(flows) == 0:
+        return 0.0
+    n = fabric.num_hosts
+    sent = np.bincount(flows.src, weights=flows.size_bytes.astype(float), minlength=n)
+    got = np.bincount(flows.dst, weights=flows.size_bytes.astype(float), minlength=n)
+    rate = float(np.min(fabric.link_rate_bps[fabric.host_uplink]))
+    busiest = float(max(sent.max(), got.max()))
+    return float(np.max(flows.start_s)) + (busiest * 8 / rate if rate > 0 else 0.0)
+
+
 def _run_engine(
-    sc: Scenario, engine: str, fabric: Fabric, router: Router, flows: FlowTable
+    sc: Scenario,
+    engine: str,
+    fabric: Fabric,
+    router: Router,
+    flows: FlowTable,
+    progress: Progress | None = None,
 ) -> EngineOutput:
     ctx = PolicyContext(sc, fabric, router, flows, stream(sc.seed, "policy"))
     policy = with_rate_caps(make_policy(ctx), flows)  # per-flow pacing caps (rate_based)
@@ -73,12 +97,22 @@ def _run_engine(
     else:
         eng = PacketEngine(sc, fabric, router, flows, policy)
     ctx.hooks = eng
+    if progress is not None and hasattr(
+        eng, "progress"
+    ):  # the open-loop engine has no loop to watch
+        expected = expected_end_s(fabric, flows)
+        eng.progress = lambda now_s: progress(now_s, expected)
     out: EngineOutput = eng.run()
     out.summary.update(policy.summary())
     return out
 
 
-def run(scenario: str | Path | dict[str, Any] | Scenario, engine: str | None = None) -> Result:
+def run(
+    scenario: str | Path | dict[str, Any] | Scenario,
+    engine: str | None = None,
+    *,
+    progress: Progress | None = None,
+) -> Result:
     """Run a scenario and return its :class:`~fabricsim.metrics.Result`.
 
     Parameters
@@ -87,6 +121,9 @@ def run(scenario: str | Path | dict[str, Any] | Scenario, engine: str | None = N
         Built-in name, YAML path, dict, or :class:`Scenario`.
     engine
         ``"flow"`` or ``"packet"``; default: the scenario's ``engine.kind``.
+    progress
+        Called as ``progress(simulated_s, expected_end_s)`` every 0.1 s or so of wall time
+        while the engine runs, and once at its end (the results do not depend on it).
 
     Examples
     --------
@@ -105,7 +142,7 @@ def run(scenario: str | Path | dict[str, Any] | Scenario, engine: str | None = N
     router = router_of(sc, fabric)
     flows = workloads.generate(sc, fabric)
     check_flows_supported(sc, engine, flows)  # engine.max_packets, before the engine allocates
-    out = _run_engine(sc, engine, fabric, router, flows)
+    out = _run_engine(sc, engine, fabric, router, flows, progress)
     return _assemble(sc, engine, fabric, router, flows, out, time.perf_counter() - wall0)
 
 

@@ -31,6 +31,7 @@ from fabricsim.config.loader import effective_scenario, load_scenario, parse_set
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.backend import check_workers
+from fabricsim.experiments.paired import PairedStudy, run_paired
 from fabricsim.experiments.plan import RunSpec, plan_pairs, plan_qps
 from fabricsim.experiments.runner import run
 from fabricsim.experiments.runs import run_tasks
@@ -48,6 +49,8 @@ __all__ = [
     "offered_load",
     "paired_runs",
     "qps_sweep",
+    "QPS_POINTS",
+    "ark_qps_study",
     "run_study",
     "study_scenario",
     "study_seeds",
@@ -56,6 +59,8 @@ __all__ = [
 
 POLICIES = ("ecmp", "ark")
 DEFAULT_SEEDS = 3
+QPS_POINTS = (1, 5, 10, 15, 20, 25, 30)
+"""The request rates of ``001_*.txt`` Fig. 2 and Fig. 4 (the default study's grid)."""
 METRICS = ("fct_mean_s", "fct_p95_s", "ttft_mean_s", "ttft_p95_s")
 LABELS = {
     "fct_mean_s": "mean FCT (s)",
@@ -312,3 +317,42 @@ def _write_study(tmp: Path, study: Study) -> None:
         "runs": {f"{p}-seed{s}": r.summary for (p, s), r in study.runs.items()},
     }
     (tmp / "study.json").write_text(dumps_json(record))
+
+
+def ark_qps_study(
+    out: str | Path,
+    sets: Sequence[str] = (),
+    seed: int | None = None,
+    seeds: int | Sequence[int] | None = None,
+    figures: Callable[[Path, PairedStudy], Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    workers: int = 1,
+) -> PairedStudy:
+    """The default study (``fabricsim run``): ECMP vs ARK on ``ark`` over :data:`QPS_POINTS`.
+
+    A paired study (:func:`~fabricsim.experiments.paired.run_paired`): the same seeds give
+    both policies the same requests at every QPS; spine timelines are on (the heatmap).
+    ``--set workload.qps=Q`` runs that one rate instead of the grid.
+
+    Parameters
+    ----------
+    out : str or pathlib.Path
+        Output directory (checked first, written whole at the end): ``qps<Q>-<policy>-seed<N>/``
+        per run, ``study.csv`` and ``study.json``, and what ``figures`` draws.
+    sets : sequence of str
+        ``KEY=VALUE`` overrides of the scenario (not ``lb.policy``).
+    seed, seeds
+        First seed (default 1) and how many (default 3), or the seeds themselves.
+    figures, progress, workers
+        As :func:`~fabricsim.experiments.paired.run_paired`.
+    """
+    base = study_scenario(sets)
+    chosen = study_seeds(seed, seeds)
+    given = parse_set_options(list(sets))
+    grid: dict[str, Sequence[Any]] = {}
+    if "workload.qps" not in given:
+        grid["workload.qps"] = list(QPS_POINTS)
+    return run_paired(
+        base, ("lb.policy", list(POLICIES)), grid, chosen, workers=workers, out=out,
+        figures=figures, progress=progress,
+    )  # fmt: skip

@@ -41,8 +41,10 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,12 +55,13 @@ import pandas as pd
 from fabricsim.config.loader import effective_scenario
 from fabricsim.errors import ConfigError, FabricsimError
 from fabricsim.experiments.backend import (
+    IN_PROCESS,
     check_timeout,
     check_workers,
     open_backend,
     sigterm_as_interrupt,
 )
-from fabricsim.experiments.plan import RunSpec, SweepPlan
+from fabricsim.experiments.plan import RunSpec, SweepPlan, plan_sweep
 from fabricsim.experiments.runner import run
 from fabricsim.experiments.runs import completed
 from fabricsim.experiments.sweep_store import (
@@ -218,7 +221,8 @@ def _check_run_args(
     check_out_dir(out, "sweep")
     if workers is not None and scheduler is not None:
         raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")
-    check_workers(workers)
+    if workers != IN_PROCESS:
+        check_workers(workers)
     check_timeout(timeout_s)
 
 
@@ -403,3 +407,43 @@ def failure_error(outcome: SweepOutcome) -> FabricsimError | None:
         f"sweep: {n} of {total} points refused as bad input{nothing} ({first(refused)}); "
         "fix the scenario or the sweep keys, a rerun fails the same way"
     )
+
+
+def _axis_texts(axes: dict[str, Any] | None) -> list[str]:
+    """``{key: [values]}`` as ``KEY=V1,V2`` texts (each value as JSON, which is YAML)."""
+    return [f"{k}={','.join(json.dumps(v) for v in vals)}" for k, vals in (axes or {}).items()]
+
+
+def sweep(
+    scenario: Any,
+    grid: dict[str, list[Any]],
+    seeds: int = 1,
+    *,
+    zipped: dict[str, list[Any]] | None = None,
+    sets: dict[str, Any] | None = None,
+    engine: str | None = None,
+    out: str | Path | None = None,
+    workers: int | None = 1,
+) -> pd.DataFrame:
+    """The Python form of ``fabricsim sweep``: dicts in, the sweep table (``sweep.parquet``) out.
+
+    Without ``out`` the sweep runs in a temporary directory that is removed afterwards.
+    ``workers=1`` runs the points in this process (a notebook or script needs no
+    ``__main__`` guard); more run in worker processes.
+
+    Examples
+    --------
+    >>> t = sweep("ecmp-collision", {"topology.spines": [4, 8]})
+    >>> list(t["topology.spines"]), bool((t["fct_mean_s"] > 0).all())
+    ([4, 8], True)
+    """
+    sets_texts = [f"{k}={json.dumps(v)}" for k, v in (sets or {}).items()]
+    plan = plan_sweep(scenario, _axis_texts(grid), _axis_texts(zipped), seeds, sets_texts, engine)
+    with contextlib.ExitStack() as stack:
+        if out is None:
+            out = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "sweep"
+        outcome = run_sweep(plan, out, workers=IN_PROCESS if workers == 1 else workers)
+        error = failure_error(outcome)
+        if error is not None:
+            raise error
+        return outcome.table

@@ -71,6 +71,7 @@ class FlowEngine:
             policy,
         )
         self.resolver = PathResolver(sc, router)
+        self.progress: Callable[[float], None] | None = None  # called with the simulated time, s
         self.mss, self.hdr = sc.nic.rdma_data_mss, sc.nic.header_bytes
         n, nlinks = len(flows), fabric.num_links
         capacity = np.where(fabric.link_failed, 0.0, fabric.link_rate_bps)
@@ -256,12 +257,20 @@ class FlowEngine:
         limit = self._time_limit()
         with collector_paused():
             self._loop(limit)
+        if self.progress is not None:
+            self.progress(self.now)
         return self._output(time.perf_counter() - wall0, limit)
 
     def _loop(self, limit: float) -> None:
         stuck = False  # the last pass changed nothing: time must move on by at least one step
         passes = 0
+        progress, last_call = self.progress, time.perf_counter()
         while True:
+            if progress is not None and passes & 255 == 0:  # a clock read every 256 passes
+                now = time.perf_counter()
+                if now - last_call >= 0.1:
+                    progress(self.now)
+                    last_call = now
             t_next = self.heap[0][0] if self.heap else math.inf
             t_done = self.rates.next_done(self.now)
             t = min(t_next, t_done)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
@@ -18,6 +19,8 @@ import yaml
 
 from fabricsim.config.models import Scenario
 from fabricsim.metrics.outdir import MARKER, marker_text, prepare_out_dir
+from fabricsim.metrics.readable import summary_rows
+from fabricsim.units import human_seconds
 
 FLOW_COLUMNS = (
     "flow_id",
@@ -34,7 +37,26 @@ FLOW_COLUMNS = (
 
 @dataclass(eq=False)
 class Result:
-    """Everything a run produced.  ``summary`` and ``flows`` match the files of :meth:`save`."""
+    """Everything a run produced.  ``summary`` and ``flows`` match the files of :meth:`save`.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The effective scenario (every default filled in; ``config.yaml``).
+    summary : dict
+        ``summary.json``: deterministic figures of the run (``fct_mean_s``, ``flows_completed``
+        ...; the keys of DESIGN.md's output section).
+    flows : pandas.DataFrame
+        ``flows.parquet``: one row per flow or message, in flow-id order.
+    timing : dict
+        ``timing.json``: wall time and engine speed (not deterministic).
+    tables : dict of str to pandas.DataFrame
+        Record tables by file stem (``timeline_links``, ``port_stats``, ``uet_monitor`` ...).
+    json_records : dict
+        JSON records by file stem (``uet_transport_stats`` ...).
+
+    In a notebook a Result shows its summary as a table; ``repr`` is one line.
+    """
 
     scenario: Scenario
     summary: dict[str, Any]
@@ -42,6 +64,25 @@ class Result:
     timing: dict[str, Any] = field(default_factory=dict)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     json_records: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        s = self.summary
+        mean = s.get("fct_mean_s")
+        fct = f", mean FCT {human_seconds(mean)}" if isinstance(mean, int | float) else ""
+        return (
+            f"<Result {s.get('scenario', self.scenario.name)} on the {s.get('engine', '?')} "
+            f"engine, seed {s.get('seed', self.scenario.seed)}: "
+            f"{s.get('flows_completed', 0):,}/{s.get('flows_total', 0):,} flows{fct}>"
+        )
+
+    def _repr_html_(self) -> str:
+        """The summary table (notebooks)."""
+        title = html.escape(repr(self)[1:-1])
+        cells = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+            for k, v in summary_rows(self.summary)
+        )
+        return f"<table><caption>{title}</caption>{cells}</table>"
 
     def save(self, out_dir: str | Path) -> Path:
         """Write the output directory, replacing a previous fabricsim output whole.

@@ -64,7 +64,16 @@ from fabricsim.rng import stream
 from fabricsim.routing.router import Router
 from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import NIC, NVSWITCH, Fabric, label_nodes
-from fabricsim.units import MAX_TIME_S, PS_PER_S, bdp_bytes, ps_to_s, s_to_ps, s_to_us, us_to_ps
+from fabricsim.units import (
+    MAX_TIME_S,
+    PS_PER_S,
+    PS_PER_US,
+    bdp_bytes,
+    ps_to_s,
+    s_to_ps,
+    s_to_us,
+    us_to_ps,
+)
 from fabricsim.workloads.base import FlowTable
 
 MAX_PATH_LABELS = 8
@@ -187,6 +196,7 @@ class PacketEngine:
             )
         self.sc, self.fabric, self.router = sc, fabric, router
         self.flows, self.policy = flows, policy
+        self.progress: Callable[[float], None] | None = None  # called with the simulated time, s
         nic = sc.nic
         self.mss, self.hdr = nic.rdma_data_mss, nic.header_bytes
         self.sim = Sim()
@@ -513,8 +523,35 @@ class PacketEngine:
             self.sampler.start()
         limit = self.time_limit_ps()
         with collector_paused():
-            self.sim.run(limit)
+            if self.progress is None:
+                self.sim.run(limit)
+            else:
+                self._run_reporting(limit, self.progress)
         return self._output(time.perf_counter() - wall0)
+
+    def _run_reporting(self, limit: int, progress: Callable[[float], None]) -> None:
+        """:meth:`Sim.run` in slices of simulated time, calling ``progress`` between them.
+
+        The events and their order are those of one ``run(limit)``: a slice stops before the
+        first event past its end, and the next starts there.  A slice's length adapts so
+        each takes 0.05-0.3 s of wall time; ``progress`` is called at most every 0.1 s.
+        """
+        sim = self.sim
+        step, last_call = PS_PER_US, 0.0
+        end = sim.now
+        while True:
+            end = min(limit, end + step)
+            sim.stopped = False
+            w0 = time.perf_counter()
+            sim.run(end)
+            w1 = time.perf_counter()
+            if not sim.stopped or end >= limit:
+                break  # no event left, or the run's own limit cut it (``stopped`` stays set)
+            step = step * 2 if w1 - w0 < 0.05 else max(1, step // 2) if w1 - w0 > 0.3 else step
+            if w1 - last_call >= 0.1:
+                progress(ps_to_s(sim.now))
+                last_call = w1
+        progress(ps_to_s(sim.now))
 
     # -- output --------------------------------------------------------------------------------
     def _flow_path(self, flow: int) -> str:
