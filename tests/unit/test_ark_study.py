@@ -171,11 +171,11 @@ def test_a_bad_seed_creates_no_study_directory(tmp_path, capsys, monkeypatch):
 
 
 def test_the_study_plans_and_writes_data_only(tmp_path):
-    from fabricsim.experiments.plan import plan_pairs, plan_qps
+    from fabricsim.experiments.plan import plan_qps, plan_study
     from fabricsim.experiments.study import run_study
 
     base = load_scenario("ark").with_overrides({"workload.requests": 20})
-    pairs = plan_pairs(base, [3, 4], ("ecmp", "ark"))
+    pairs = plan_study(base, ("lb.policy", ["ecmp", "ark"]), {}, [3, 4], "flow")
     assert [s.id for s in pairs] == ["ecmp-seed3", "ark-seed3", "ecmp-seed4", "ark-seed4"]
     qps = plan_qps(base, [5, 10], [1, 2], ("ecmp", "ark"))
     assert [(s.params["workload.qps"], s.seed, s.tag) for s in qps[:3]] == [

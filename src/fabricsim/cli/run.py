@@ -36,7 +36,7 @@ from fabricsim.metrics.outdir import check_out_dir
 from fabricsim.metrics.readable import summary_rows
 from fabricsim.metrics.results import dumps_json
 from fabricsim.report.study_plots import ark_figures
-from fabricsim.units import human_number, seconds_unit
+from fabricsim.units import human_number, human_share, seconds_unit
 
 
 def _is_tty(quiet: bool) -> bool:
@@ -77,7 +77,7 @@ def _pct(x: float) -> str:
 
 def print_trend(study: PairedStudy) -> None:
     """The default study in one table: per QPS, ECMP → ARK and ARK's change with its 95 % CI."""
-    console = Console(width=None if sys.stdout.isatty() else 150)
+    console = Console(width=None if sys.stdout.isatty() else 190)
     sc = study.scenario
     console.print(describe_run(sc, study.engine, study.seeds))
     console.print(f"fabric:   {describe_fabric(sc)}")
@@ -91,6 +91,7 @@ def print_trend(study: PairedStudy) -> None:
     metrics = ("fct_mean_s", "fct_p95_s", "ttft_mean_s", "ttft_p95_s")
     for metric in metrics:
         table.add_column(LABELS[metric].replace(" (s)", ""), justify="right")
+    table.add_column("ARK fallbacks", justify="right")
     for params in study.points():
         part = study.table
         qps = params.get("workload.qps", sc.workload.qps)  # type: ignore[union-attr]
@@ -98,6 +99,9 @@ def print_trend(study: PairedStudy) -> None:
             part = part[part[k] == v]
         load = offered_load(sc.with_overrides({"workload.qps": qps}))
         cells = [_trend_cell(part, m, names) for m in metrics]
+        ark = [r.summary for r in study.results(params, names[1])]
+        fallbacks = sum(float(x.get("ark_fallbacks", 0)) for x in ark) / max(len(ark), 1)
+        cells.append(human_share(fallbacks, sum(x["flows_total"] for x in ark) / max(len(ark), 1)))
         table.add_row(f"{qps:g}", f"{load:.2f}" if math.isfinite(load) else "-", *cells)
     console.print(table)
 

@@ -5,8 +5,8 @@ validated (and checked against its engine) before anything runs:
 
 * :func:`plan_sweep`: ``--grid`` / ``--zip`` axes x seeds (``fabricsim sweep``);
 * :func:`plan_methods`: load-balancing methods x seeds (``fabricsim compare``);
-* :func:`plan_pairs` and :func:`plan_qps`: the ARK study's policies x seeds, and policies x
-  request rates x seeds (:mod:`fabricsim.experiments.study`).
+* :func:`plan_study`: a paired study's grid points x seeds x ``--vs`` values (``fabricsim study``,
+  the ARK study); :func:`plan_qps`: the ARK QPS sweep's request rates x seeds x policies.
 
 Examples
 --------
@@ -107,26 +107,6 @@ def plan_methods(sc: Scenario, engine: str, methods: Sequence[str], seeds: int) 
             data = variant.with_overrides({"seed": seed}).to_dict()
             n = len(specs)
             specs.append(RunSpec(f"{method}/seed-{seed}", data, engine, seed, method, over, n))
-    return specs
-
-
-def plan_pairs(base: Scenario, seeds: Iterable[int], policies: Sequence[str]) -> list[RunSpec]:
-    """``base`` under each ``lb.policy`` on each seed (flow engine), seed-major, all checked.
-
-    The same seed gives every policy the same workload; ``base``'s policy-specific keys stay
-    for the runs of the policy that reads them.
-    """
-    specs: list[RunSpec] = []
-    for seed in seeds:
-        for policy in policies:
-            variant = base.varying({"lb.policy"})  # ark's own keys stay for its runs
-            sc = variant.with_overrides({"seed": int(seed), "lb.policy": policy})
-            check_engine(sc, "flow")
-            n = len(specs)
-            params = {"lb.policy": policy}
-            specs.append(
-                RunSpec(f"{policy}-seed{seed}", sc.to_dict(), "flow", sc.seed, policy, params, n)
-            )
     return specs
 
 

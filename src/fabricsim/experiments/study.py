@@ -32,7 +32,7 @@ from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.backend import check_workers
 from fabricsim.experiments.paired import PairedStudy, run_paired
-from fabricsim.experiments.plan import RunSpec, plan_pairs, plan_qps
+from fabricsim.experiments.plan import plan_qps
 from fabricsim.experiments.runner import run
 from fabricsim.experiments.runs import run_tasks
 from fabricsim.metrics.outdir import prepare_out_dir
@@ -72,30 +72,26 @@ LABELS = {
 
 
 # -- runs --------------------------------------------------------------------------------------
-def _run_result(task: dict[str, Any]) -> Result:
-    return run(effective_scenario(task["scenario"]), engine=task["engine"])
-
-
 def paired_runs(
     base: Scenario, seeds: Iterable[int], policies: Sequence[str] = POLICIES
 ) -> dict[tuple[str, int], Result]:
     """Run ``base`` under each policy on each seed (same seed = same workload for all policies).
 
-    Every run is checked before the first one starts; they run in this process.
+    A paired study (:func:`~fabricsim.experiments.paired.run_paired`) on the flow engine:
+    every run is checked before the first one starts; they run in this process.
 
     Returns
     -------
     dict
         ``(policy, seed) -> Result``.
     """
-    return _run_pairs(plan_pairs(base, seeds, policies))
+    return _by_policy(
+        run_paired(base, ("lb.policy", list(policies)), {}, list(seeds), engine="flow")
+    )
 
 
-def _run_pairs(
-    specs: list[RunSpec], progress: Callable[[Result], None] | None = None
-) -> dict[tuple[str, int], Result]:
-    results = run_tasks(_run_result, [s.task() for s in specs], progress=progress)
-    return {(s.tag, s.seed): r for s, r in zip(specs, results, strict=True)}
+def _by_policy(study: PairedStudy) -> dict[tuple[str, int], Result]:
+    return {(s.tag, s.seed): study.runs[s.id] for s in study.specs}
 
 
 def _peak(summary: dict[str, Any]) -> dict[str, int]:
@@ -281,17 +277,10 @@ def run_study(
     target = prepare_out_dir(out, "study")  # checked before anything runs; written at the end
     base = study_scenario(sets)
     chosen = study_seeds(seed, seeds)
-    specs = plan_pairs(base, chosen, POLICIES)  # every run is valid before the first starts
-    total, done = len(specs), [0]
-
-    def advance(_: Result) -> None:
-        done[0] += 1
-        if progress:
-            progress(done[0], total)
-
-    if progress:
-        progress(0, total)
-    runs = _run_pairs(specs, advance)
+    paired = run_paired(
+        base, ("lb.policy", list(POLICIES)), {}, chosen, engine="flow", progress=progress
+    )
+    runs = _by_policy(paired)
     study = Study(base, chosen, runs, comparison(runs), Path(out))
     with target.staging() as tmp:
         _write_study(tmp, study)
