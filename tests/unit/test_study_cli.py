@@ -2,8 +2,10 @@
 
 import json
 import math
+import os
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -142,6 +144,25 @@ def test_study_report_page(capsys, tmp_path):
         "cdf_qps25.svg", "cdf_qps5.svg", "heatmap_qps25.svg", "heatmap_qps5.svg", "vs_grid.svg",
     ]  # fmt: skip
     exe = find_browser()
-    if exe is not None:
-        check = check_page(d / "report.html", exe)
-        assert check.errors == [] and check.section_ids == ids
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but no Chromium browser is installed (apt-get install chromium)")
+        return
+    check = check_page(d / "report.html", exe)
+    assert check.errors == [] and check.section_ids == ids
+    assert len(check.images) == 5 and check.broken_images == 0  # the inline SVG figures
+
+
+def test_study_on_local_workers_and_on_dask_gives_the_same_table(tmp_path):
+    from fabricsim.experiments.paired import run_paired
+
+    distributed = pytest.importorskip("distributed")
+    args = ("ecmp-collision", ("lb.policy", ["ecmp", "pinned"]), {"topology.spines": [4, 8]}, 2)
+    here = run_paired(*args).table
+    pool = run_paired(*args, workers=2).table
+    with distributed.LocalCluster(
+        processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None
+    ) as cluster:
+        dask = run_paired(*args, scheduler=cluster.scheduler_address).table
+    pd.testing.assert_frame_equal(here, pool)
+    pd.testing.assert_frame_equal(here, dask)

@@ -174,6 +174,9 @@ def _title(manifest: dict[str, Any], detail: Path | None) -> str | None:
     if detail is not None:
         config = read_config(detail)
         lines += describe_lines(config, {})[1:] if config else []
+        keys = ", ".join(_keys(manifest))
+        if len(lines) > 1 and keys:
+            lines[-1] += f" (as {detail.name}; the sweep varies {keys})"
     return "\n".join(lines)
 
 
