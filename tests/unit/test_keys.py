@@ -172,3 +172,15 @@ def test_many_errors_are_capped(capsys, tmp_path):
     code, _, err = _run(capsys, "run", str(path))
     lines = err.splitlines()
     assert code == 2 and len(lines) == 6 and lines[-1] == "error: ... and 3 more errors"
+
+
+def test_units_and_allowed_values_of_awkward_fields(capsys):
+    info = {k.key: k for k in all_keys()}
+    moe_zipf = next(k for k in key_infos("workload.zipf_s"))
+    assert moe_zipf.unit == ""  # an exponent, not seconds
+    assert info["nic.dcqcn.ai_mbps"].unit == "Mb/s"
+    assert info["switch.hash_fields"].allowed.startswith("each one of: src_ip, dst_ip")
+    moe_model = next(k for k in key_infos("workload.model") if k.applies == "workload.kind=moe")
+    assert moe_model.type == "deepseek-v3 | qwen3-235b | null" and moe_model.allowed == ""
+    assert main(["keys", "..."]) == 2
+    assert "no such key" in capsys.readouterr().err

@@ -30,7 +30,7 @@ def keys(
         return
     infos = key_infos(prefix)
     if not infos:
-        hint = close_keys(prefix.strip().rstrip("."))
+        hint = close_keys(prefix.strip().rstrip(".")) if prefix.strip(". ") else []
         raise ConfigError(
             f"{prefix}: no such key or section"
             + (f"; did you mean {hint[0]}?" if hint else " (fabricsim keys lists them all)")

@@ -48,6 +48,7 @@ __all__ = [
 
 _UNITS = (  # name suffix -> unit (longest first)
     ("_gbps", "Gbps"),
+    ("_mbps", "Mb/s"),
     ("_us", "µs"),
     ("_ms", "ms"),
     ("_s", "s"),
@@ -195,12 +196,16 @@ def _allowed(info: FieldInfo, point: str | None) -> str:
     for m in plain:
         base, meta = _strip(m)
         if get_origin(base) is Literal:
-            if len(plain) == 1:  # in a union the type names the values (float | auto)
+            if len(_members(info.annotation)) == 1:  # in a union the type names the values
                 parts.append(", ".join(str(v) for v in get_args(base)))
         elif get_origin(base) in (list, dict):
             inner = get_args(base)[-1] if get_args(base) else None
-            b = _bounds(_strip(inner)[1]) if inner is not None else ""
-            parts.append(f"each {b}" if b else "")
+            inner_base, inner_meta = _strip(inner) if inner is not None else (None, [])
+            if get_origin(inner_base) is Literal:
+                parts.append(f"each one of: {', '.join(str(v) for v in get_args(inner_base))}")
+            else:
+                b = _bounds(inner_meta)
+                parts.append(f"each {b}" if b else "")
         elif base in (int, float):
             parts.append(bounds or _bounds(meta))
     return " or ".join(p for p in dict.fromkeys(parts) if p)
@@ -239,7 +244,13 @@ def _yaml_scalar(value: Any) -> str:
     return str(value)
 
 
+_NOT_UNITS = frozenset({"zipf_s"})
+"""Names whose suffix is not a unit (``zipf_s``: the Zipf exponent s)."""
+
+
 def _unit(name: str) -> str:
+    if name in _NOT_UNITS:
+        return ""
     for suffix, unit in _UNITS:
         if name.endswith(suffix):
             return unit
@@ -314,9 +325,10 @@ def all_keys() -> list[KeyInfo]:
 
 def key_infos(prefix: str = "") -> list[KeyInfo]:
     """The keys equal to ``prefix`` or below it (``nic`` -> ``nic.*``; '' -> every key)."""
-    prefix = prefix.strip().rstrip(".")
+    given = prefix.strip()
+    prefix = given[:-1] if given.endswith(".") else given
     keys = all_keys()
-    if not prefix:
+    if not given:
         return keys
     return [k for k in keys if k.key == prefix or k.key.startswith(prefix + ".")]
 
@@ -366,6 +378,8 @@ def _head(k: KeyInfo) -> str:
         kind = f"one of: {allowed}"
     elif k.type == "name":
         kind = "a registered name:"
+    elif k.type.startswith("list of one of"):
+        kind = f"list, {allowed}"
     else:
         kind = f"{k.type} {allowed}".strip()
     when = f"   (when {k.applies})" if k.applies else ""

@@ -267,7 +267,8 @@ def _checked(
     base = base.with_overrides(dict(overrides)) if overrides else base
     chosen = _seeds(base.seed, seeds)
     if "seed" in axes or key == "seed":
-        raise ConfigError("--grid seed: a study pairs runs on its seeds; use --seeds N")
+        option = "--vs" if key == "seed" else "--grid"
+        raise ConfigError(f"{option} seed: a study pairs runs on its seeds; use --seeds N")
     count = len(chosen) * len(values) * math.prod(len(v) for v in axes.values())
     if count > MAX_RUNS:
         raise ConfigError(f"--vs/--grid/--seeds: {count} runs in one study; at most {MAX_RUNS}")
