@@ -38,6 +38,7 @@ from fabricsim.config.loader import effective_scenario, load_scenario
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.backend import check_workers
+from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
 from fabricsim.experiments.methods import compare_methods, default_methods
 from fabricsim.experiments.plan import RunSpec, plan_methods
 from fabricsim.experiments.runner import ENGINES, fabric_of, run
@@ -156,7 +157,11 @@ def compare(
         runs = pd.DataFrame(run_tasks(_run_one, tasks, workers, progress))
         table = summarize(runs, engine)
         if tmp is not None:
-            _write(tmp, runs, table, f"{sc.name} ({engine} engine)", figures)
+            used = list(range(sc.seed, sc.seed + seeds))
+            title = (
+                f"{describe_run(sc, engine, used)}\n{describe_fabric(sc)}\n{describe_workload(sc)}"
+            )
+            _write(tmp, runs, table, title, figures)
     return Comparison(table, runs, None if out is None else Path(out))
 
 

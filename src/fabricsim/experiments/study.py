@@ -1,11 +1,11 @@
 """The ARK study (``001_*.txt``): ECMP vs ARK for KV-cache transfers, on paired seeds.
 
-:func:`run_study` is the default study (``fabricsim run`` with no scenario): the built-in ``ark``
-scenario under ``lb.policy=ecmp`` and ``lb.policy=ark`` on the same seeds (same requests, same
-prompts, same host pairs, same switch salts), a side-by-side table and every run's output
-directory; the CLI draws its figures (:func:`fabricsim.report.plots.study_figures`) and prints
-the table.  :func:`qps_sweep` repeats the comparison over request rates (the paper's Fig. 2
-and Fig. 4).
+:func:`ark_qps_study` is the default study (``fabricsim run`` with no scenario): the built-in
+``ark`` scenario under ``lb.policy=ecmp`` and ``lb.policy=ark`` on the same seeds (same
+requests, same prompts, same host pairs, same switch salts) at the paper's request rates, a
+paired study (:mod:`.paired`).  :func:`run_study` is the same at one rate with the older
+side-by-side table (per-spine peaks, ARK's counters) and every run's output directory;
+:func:`qps_sweep` gives one row per run over request rates (the paper's Fig. 2 and Fig. 4).
 
 Examples
 --------
@@ -270,7 +270,7 @@ def run_study(
         How many consecutive seeds (default 3), or the seeds themselves.
     figures : callable, optional
         Called with the temporary output directory and the :class:`Study` before it is
-        swapped in (``fabricsim run`` passes :func:`fabricsim.report.plots.study_figures`).
+        swapped in.
     progress : callable, optional
         Called with (runs done, runs in all) before the first run and after each.
     """

@@ -1,9 +1,9 @@
-"""The experiments' figures: compare's bars, the ARK study's CDFs, spine heatmap and QPS curves,
-the MoE incast against its fluid models.
+"""The experiments' figures: compare's bars, the ARK QPS sweep's curves, the MoE incast against
+its fluid models (a study's figures: :mod:`fabricsim.report.study_plots`).
 
 The experiments (layer 8) write data only; the command line hands them
-:func:`compare_figures` and :func:`study_figures`, which draw into the experiment's output
-directory before it is swapped in.  matplotlib is imported when a figure is drawn, never when
+:func:`compare_figures`, which draws into the experiment's output directory before it is
+swapped in.  matplotlib is imported when a figure is drawn, never when
 this module is.
 """
 
@@ -17,19 +17,13 @@ import numpy as np
 import pandas as pd
 
 from fabricsim.analysis import moe_incast as mi
-from fabricsim.analysis.links import spine_grid
-from fabricsim.errors import ConfigError
-from fabricsim.experiments.study import LABELS, METRICS, Study
-from fabricsim.metrics.results import Result
+from fabricsim.experiments.study import LABELS, METRICS
 
 __all__ = [
     "compare_figures",
     "compare_png",
-    "plot_fct_ttft",
     "plot_incast",
-    "plot_spine_heatmap",
     "plot_sweep",
-    "study_figures",
 ]
 
 
@@ -46,7 +40,7 @@ def compare_png(table: pd.DataFrame, title: str) -> bytes:
     ax.bar(x + 0.2, table["fct_p99_us"], 0.4, label="P99 FCT")
     ax.set_xticks(x, labels=list(table["method"]), rotation=30, ha="right")
     ax.set_ylabel("FCT (us)")
-    ax.set_title(title, fontsize="medium")
+    fig.suptitle(title, fontsize="small")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize="small")
     FigureCanvasAgg(fig)
@@ -77,67 +71,6 @@ def _pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def study_figures(directory: Path, study: Study) -> None:
-    """``fct_ttft.png`` and (with spine timelines) ``spine_heatmap.png`` of the first seed."""
-    plot_fct_ttft(study.runs, Path(directory) / "fct_ttft.png")
-    if study.scenario.records.timelines:
-        first = study.seeds[0]
-        ecmp, ark = study.runs[("ecmp", first)], study.runs[("ark", first)]
-        plot_spine_heatmap(ecmp, ark, Path(directory) / "spine_heatmap.png")
-
-
-def plot_fct_ttft(runs: dict[tuple[str, int], Result], path: Path) -> Path:
-    """CDFs of FCT and TTFT per policy (all seeds pooled), saved as a PNG."""
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for policy in dict.fromkeys(p for p, _ in runs):
-        frames = [r.flows for (p, _), r in runs.items() if p == policy]
-        fct = np.sort(np.concatenate([f["fct_s"].to_numpy() for f in frames]))
-        ttft = np.sort(
-            np.concatenate(
-                [(f["prefill_s"] + f["fct_s"] + f["decode_s"]).to_numpy() for f in frames]
-            )
-        )
-        for ax, values in zip(axes, (fct, ttft), strict=True):
-            values = values[~np.isnan(values)]
-            ax.plot(values, np.arange(1, len(values) + 1) / max(len(values), 1), label=policy)
-    for ax, what in zip(axes, ("KV-flow FCT (s)", "TTFT (s)"), strict=True):
-        ax.set_xscale("log")
-        ax.set_xlabel(what)
-        ax.set_ylabel("CDF")
-        ax.grid(alpha=0.3)
-        ax.legend()
-    return _save(plt, fig, path)
-
-
-def plot_spine_heatmap(ecmp: Result, ark: Result, path: Path, bin_s: float = 0.1) -> Path:
-    """Per-spine active flows over time, ECMP (top) and ARK (bottom), as the paper's Fig. 3."""
-    plt = _pyplot()
-    tables = [r.tables.get("timeline_spine_flows") for r in (ecmp, ark)]
-    if any(t is None or t.empty for t in tables):
-        raise ConfigError("records.timelines: the spine heatmap needs records.timelines=true")
-    end = max(float(t["time_s"].max()) for t in tables if t is not None)
-    grids = [spine_grid(t, bin_s, end) for t in tables if t is not None]
-    vmax = max(float(g.max()) for _, g in grids)
-    fig, axes = plt.subplots(2, 1, figsize=(11, 4.5), sharex=True)
-    for ax, (spines, grid), name in zip(axes, grids, ("ECMP", "ARK"), strict=True):
-        im = ax.imshow(
-            grid,
-            aspect="auto",
-            origin="lower",
-            cmap="viridis",
-            vmin=0,
-            vmax=vmax,
-            extent=(0, grid.shape[1] * bin_s, -0.5, len(spines) - 0.5),
-            interpolation="nearest",
-        )
-        ax.set_yticks(range(len(spines)), spines)
-        ax.set_title(f"{name}: active flows per spine (peak {int(grid.max())})")
-    axes[-1].set_xlabel("time (s)")
-    fig.colorbar(im, ax=axes, label="active flows")
-    return _save(plt, fig, path, tight=False)  # a shared colorbar: no tight layout
 
 
 def plot_sweep(sweep: pd.DataFrame, path: Path) -> Path:
