@@ -166,3 +166,17 @@ def test_study_on_local_workers_and_on_dask_gives_the_same_table(tmp_path):
         dask = run_paired(*args, scheduler=cluster.scheduler_address).table
     pd.testing.assert_frame_equal(here, pool)
     pd.testing.assert_frame_equal(here, dask)
+
+
+def test_runs_with_unfinished_flows_are_reported(capsys, tmp_path):
+    d = tmp_path / "st"
+    code, out, err = _run(
+        capsys, "study", "incast", "--vs", "switch.trimming=true,false", "--engine", "packet",
+        "--seeds", "1", "--set", "topology.k=4", "--set", "workload.senders=8",
+        "--set", "workload.size_bytes=200000", "--set", "engine.time_limit_s=0.0001",
+        "--out", str(d),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "warning: 2 of 2 runs left flows unfinished" in out
+    record = json.loads((d / "study.json").read_text())
+    assert set(record["unfinished_flows"]) == {"True-seed1", "False-seed1"}

@@ -58,6 +58,13 @@ def print_study(study: PairedStudy, console: Console | None = None) -> None:
     console.print(f"fabric:   {describe_fabric(sc)}")
     grid = f" (grid over {', '.join(study.grid)})" if study.grid else ""
     console.print(f"workload: {describe_workload(sc)}{grid}")
+    left = study.unfinished()
+    if left:
+        console.print(
+            f"warning: {len(left)} of {len(study.specs)} runs left flows unfinished "
+            f"({sum(left.values()):,} flows; first {next(iter(left))}): their FCT figures count "
+            "finished flows only (study.json lists them)"
+        )
     for params in study.points():
         part = study.table
         for k, v in params.items():

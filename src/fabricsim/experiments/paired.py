@@ -95,6 +95,17 @@ class PairedStudy:
         """The grid points in order (``[{}]`` without a grid)."""
         return [dict(p) for p in dict.fromkeys(_freeze(s.params) for s in self.specs)]
 
+    def unfinished(self) -> dict[str, int]:
+        """Run id -> flows not completed, for the runs that left any (their FCT metrics count
+        the finished flows only)."""
+        out = {}
+        for s in self.specs:
+            sm = self.runs[s.id].summary
+            left = int(sm.get("flows_total", 0)) - int(sm.get("flows_completed", 0))
+            if left:
+                out[s.id] = left
+        return out
+
     def results(self, params: dict[str, Any], value: Any) -> list[Result]:
         """The runs of one grid point under one ``vs`` value, in seed order."""
         return [self.runs[s.id] for s in self.specs if s.params == params and s.tag == str(value)]
@@ -350,6 +361,7 @@ def study_record(study: PairedStudy) -> dict[str, Any]:
         "grid": {k: v for k, v in study.grid.items()},
         "seeds": study.seeds,
         "confidence": CONFIDENCE,
+        "unfinished_flows": study.unfinished(),
         "table": [
             {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
             for row in study.table.to_dict(orient="records")
