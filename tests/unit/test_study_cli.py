@@ -180,3 +180,17 @@ def test_runs_with_unfinished_flows_are_reported(capsys, tmp_path):
     assert "warning: 2 of 2 runs left flows unfinished" in out
     record = json.loads((d / "study.json").read_text())
     assert set(record["unfinished_flows"]) == {"True-seed1", "False-seed1"}
+
+
+def test_two_key_grid_draws_metric_vs_the_first_key(tmp_path):
+    from fabricsim.experiments.paired import run_paired
+    from fabricsim.report.study_plots import paired_figures
+
+    st = run_paired(
+        "ecmp-collision", ("lb.policy", ["ecmp", "pinned"]),
+        {"workload.size_bytes": [1_000_000, 4_000_000], "topology.spines": [4, 8]}, 2,
+    )  # fmt: skip
+    names = sorted(p.name for p in paired_figures(tmp_path, st, "svg"))
+    assert "vs_grid.svg" in names and len([n for n in names if n.startswith("cdf_")]) == 4
+    svg = (tmp_path / "vs_grid.svg").read_text()
+    assert "lb.policy=pinned, spines=8" in svg and "workload.size_bytes" in svg

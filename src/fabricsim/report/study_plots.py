@@ -98,12 +98,13 @@ def plot_point_cdfs(study: PairedStudy, params: dict[str, Any], path: Path, fmt:
 def plot_vs_grid(
     study: PairedStudy, path: Path, fmt: str, metrics: Sequence[str] | None = None
 ) -> Path | None:
-    """Each metric (default: all) against the (single) grid key, one line per ``vs`` value with
-    its 95 % CI band; None without exactly one grid key."""
-    if len(study.grid) != 1:
+    """Each metric (default: all) against the first grid key, one line per ``vs`` value (and per
+    combination of the other grid keys' values) with its 95 % CI band; None without a grid."""
+    if not study.grid:
         return None
-    (gkey,) = study.grid
+    gkey, *others = study.grid
     table = study.table
+    combos = list(dict.fromkeys(tuple(r) for r in table[others].itertuples(index=False)))
     present = set(table["metric"])
     metrics = [m for m in (metrics or METRIC_LABELS) if m in present]
     if not metrics:
@@ -118,12 +119,21 @@ def plot_vs_grid(
     for ax, metric in zip(axes.flat, metrics, strict=False):
         part = table[table["metric"] == metric]
         factor, unit = seconds_unit(float(part["mean"].abs().max()))
-        for value in values:
-            line = part[part["value"] == str(value)]
-            x = line[gkey].to_numpy()
-            ax.plot(x, line["mean"] / factor, marker="o", label=f"{key}={value}")
-            if line["ci_low"].notna().all():
-                ax.fill_between(x, line["ci_low"] / factor, line["ci_high"] / factor, alpha=0.2)
+        for combo in combos:
+            rows_of = part
+            for k, v in zip(others, combo, strict=True):
+                rows_of = rows_of[rows_of[k] == v]
+            rest = ", ".join(
+                f"{k.rsplit('.', 1)[-1]}={v}" for k, v in zip(others, combo, strict=True)
+            )
+            for value in values:
+                line = rows_of[rows_of["value"] == str(value)]
+                x = line[gkey].to_numpy()
+                label = f"{key}={value}" + (f", {rest}" if rest else "")
+                drawn = ax.plot(x, line["mean"] / factor, marker="o", label=label)[0]
+                if line["ci_low"].notna().all():
+                    low, high = line["ci_low"] / factor, line["ci_high"] / factor
+                    ax.fill_between(x, low, high, color=drawn.get_color(), alpha=0.2)
         ax.set_xlabel(gkey)
         ax.set_ylabel(f"{METRIC_LABELS[metric]} ({unit})")
         ax.grid(alpha=0.3)
