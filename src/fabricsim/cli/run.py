@@ -31,9 +31,9 @@ from fabricsim.cli.common import (
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
 from fabricsim.experiments.paired import PairedStudy
-from fabricsim.experiments.study import LABELS, ark_qps_study, offered_load
+from fabricsim.experiments.study import ark_qps_study, offered_load
 from fabricsim.metrics.outdir import check_out_dir
-from fabricsim.metrics.readable import summary_rows
+from fabricsim.metrics.readable import METRIC_LABELS, delta_text, summary_rows
 from fabricsim.metrics.results import dumps_json
 from fabricsim.report.study_plots import ark_figures
 from fabricsim.units import human_number, human_share, seconds_unit
@@ -64,15 +64,8 @@ def _trend_cell(part: pd.DataFrame, metric: str, names: list[str]) -> str:
     base, other = rows[names[0]], rows[names[1]]
     factor, unit = seconds_unit(float(base["mean"]))
     text = f"{human_number(base['mean'] / factor)} → {human_number(other['mean'] / factor)} {unit}"
-    if math.isfinite(other["delta_pct"]):
-        text += f"  {_pct(other['delta_pct'])} %"
-    if math.isfinite(other["delta_ci_low"]):
-        text += f" [{_pct(other['delta_ci_low'])}, {_pct(other['delta_ci_high'])}]"
-    return text
-
-
-def _pct(x: float) -> str:
-    return f"{x:+.1f}" if abs(x) < 9.95 else f"{x:+.0f}"
+    delta = delta_text(dict(other))
+    return text if delta == "-" else f"{text}  {delta}"
 
 
 def print_trend(study: PairedStudy) -> None:
@@ -90,7 +83,7 @@ def print_trend(study: PairedStudy) -> None:
     table.add_column("load", justify="right")
     metrics = ("fct_mean_s", "fct_p95_s", "ttft_mean_s", "ttft_p95_s")
     for metric in metrics:
-        table.add_column(LABELS[metric].replace(" (s)", ""), justify="right")
+        table.add_column(METRIC_LABELS[metric], justify="right")
     table.add_column("ARK fallbacks", justify="right")
     for params in study.points():
         part = study.table

@@ -4,12 +4,10 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -28,24 +26,8 @@ from fabricsim.experiments.paired import (
     study_record,
 )
 from fabricsim.metrics.outdir import check_out_dir
-from fabricsim.report.study_plots import METRIC_LABELS, paired_figures
-from fabricsim.units import human_number, seconds_unit
-
-
-def _cell(mean: float, low: float, high: float, factor: float, unit: str) -> str:
-    text = f"{human_number(mean / factor)} {unit}"
-    if math.isfinite(low):
-        text += f" [{human_number(low / factor)}, {human_number(high / factor)}]"
-    return text
-
-
-def _delta(row: pd.Series) -> str:
-    if not math.isfinite(row["delta_pct"]):
-        return "-"
-    text = f"{row['delta_pct']:+.1f} %"
-    if math.isfinite(row["delta_ci_low"]):
-        text += f" [{row['delta_ci_low']:+.1f}, {row['delta_ci_high']:+.1f}]"
-    return text
+from fabricsim.metrics.readable import study_point_rows
+from fabricsim.report.study_plots import paired_figures
 
 
 def print_study(study: PairedStudy, console: Console | None = None) -> None:
@@ -80,16 +62,8 @@ def print_study(study: PairedStudy, console: Console | None = None) -> None:
             table.add_column(name, justify="right")
         for name in names[1:]:
             table.add_column(f"Δ {name}", justify="right")
-        for metric in dict.fromkeys(part["metric"]):
-            rows = {r["value"]: r for _, r in part[part["metric"] == metric].iterrows()}
-            factor, unit = seconds_unit(float(rows[names[0]]["mean"]))
-            cells = [
-                _cell(rows[n]["mean"], rows[n]["ci_low"], rows[n]["ci_high"], factor, unit)
-                for n in names
-            ]
-            table.add_row(
-                METRIC_LABELS.get(metric, metric), *cells, *(_delta(rows[n]) for n in names[1:])
-            )
+        for line in study_point_rows(part.to_dict(orient="records"), names):
+            table.add_row(*line.values())
         console.print(table)
 
 

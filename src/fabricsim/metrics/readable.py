@@ -1,4 +1,4 @@
-"""A run's summary for people: a short list of (what, value) rows, units chosen per magnitude.
+"""A run's summary (and a study's numbers) for people: short rows, units chosen per magnitude.
 
 ``fabricsim run`` prints it and :class:`~fabricsim.metrics.Result` shows it in a notebook;
 every key stays in ``summary.json``.
@@ -13,11 +13,14 @@ Examples
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from fabricsim.units import human_bytes, human_seconds, human_share
+from fabricsim.units import human_bytes, human_number, human_seconds, human_share, seconds_unit
 
-__all__ = ["summary_rows"]
+__all__ = [
+    "METRIC_LABELS", "delta_text", "human_pct", "mean_text", "study_point_rows", "summary_rows",
+]  # fmt: skip
 
 
 def _quantiles(summary: dict[str, Any], stem: str) -> str | None:
@@ -86,3 +89,71 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     if "events" in s:
         rows.append(("events", f"{s['events']:,}"))
     return rows
+
+
+# -- a paired study's numbers for people (fabricsim study, the default study, the report) -------
+METRIC_LABELS = {
+    "fct_mean_s": "mean FCT", "fct_p95_s": "P95 FCT", "fct_p99_s": "P99 FCT",
+    "ttft_mean_s": "mean TTFT", "ttft_p95_s": "P95 TTFT", "ttft_p99_s": "P99 TTFT",
+    "cct_s": "CCT",
+}  # fmt: skip
+"""How tables and figures name a study's metrics."""
+
+
+def _num(x: Any) -> float:
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else math.nan
+
+
+def human_pct(x: float) -> str:
+    """A signed percentage: one decimal below 10, none above.
+
+    >>> human_pct(-2.63), human_pct(-29.9), human_pct(4.0)
+    ('-2.6', '-30', '+4.0')
+    """
+    return f"{x:+.1f}" if abs(x) < 9.95 else f"{x:+.0f}"
+
+
+def delta_text(row: dict[str, Any]) -> str:
+    """A study row's change against the baseline: ``-14 % [-20, -7.0]`` (``-`` for the baseline).
+
+    >>> delta_text({"delta_pct": -14.2, "delta_ci_low": -20.1, "delta_ci_high": -7.0})
+    '-14 % [-20, -7.0]'
+    """
+    d, low, high = (_num(row.get(k)) for k in ("delta_pct", "delta_ci_low", "delta_ci_high"))
+    if not math.isfinite(d):
+        return "-"
+    text = f"{human_pct(d)} %"
+    return text + (f" [{human_pct(low)}, {human_pct(high)}]" if math.isfinite(low) else "")
+
+
+def mean_text(row: dict[str, Any], factor: float, unit: str) -> str:
+    """A study row's mean with its 95 % CI in ``unit`` (``factor`` seconds per unit).
+
+    >>> mean_text({"mean": 2.14e-4, "ci_low": 1.9e-4, "ci_high": 2.38e-4}, 1e-6, "µs")
+    '214 µs [190, 238]'
+    """
+    mean, low, high = (_num(row.get(k)) for k in ("mean", "ci_low", "ci_high"))
+    if not math.isfinite(mean):
+        return "-"
+    text = f"{human_number(mean / factor)} {unit}"
+    return text + (
+        f" [{human_number(low / factor)}, {human_number(high / factor)}]"
+        if math.isfinite(low)
+        else ""
+    )
+
+
+def study_point_rows(rows: list[dict[Any, Any]], names: list[str]) -> list[dict[str, str]]:
+    """One grid point's table for people: per metric, each value's mean [CI] and each change
+    against ``names[0]`` (``Δ <name>``), seconds in the unit the baseline's mean reads best in."""
+    out: list[dict[str, str]] = []
+    for metric in dict.fromkeys(r["metric"] for r in rows):
+        by = {str(r["value"]): r for r in rows if r["metric"] == metric}
+        if names[0] not in by:
+            continue
+        factor, unit = seconds_unit(_num(by[names[0]]["mean"]))
+        line = {"metric": METRIC_LABELS.get(metric, metric)}
+        line.update({n: mean_text(by.get(n, {}), factor, unit) for n in names})
+        line.update({f"Δ {n}": delta_text(by.get(n, {})) for n in names[1:]})
+        out.append(line)
+    return out

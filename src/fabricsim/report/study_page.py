@@ -19,16 +19,12 @@ from fabricsim.analysis import run_files
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.paired import point_title
 from fabricsim.experiments.plan import point_label
+from fabricsim.metrics.readable import study_point_rows
 from fabricsim.report.html import Section
-from fabricsim.units import human_number, human_seconds, seconds_unit
+from fabricsim.units import human_seconds
 
 __all__ = ["is_study", "read_study", "study_sections"]
 
-_LABELS = {
-    "fct_mean_s": "mean FCT", "fct_p95_s": "P95 FCT", "fct_p99_s": "P99 FCT",
-    "ttft_mean_s": "mean TTFT", "ttft_p95_s": "P95 TTFT", "ttft_p99_s": "P99 TTFT",
-    "cct_s": "CCT",
-}  # fmt: skip
 _POINT_FIGURES = (
     ("cdf", "CDFs"), ("heatmap", "top-switch load"), ("spine_heatmap", "spine load"),
     ("moe_queue", "hot receiver queue"), ("moe_utilization", "receiver utilization"),
@@ -78,36 +74,6 @@ def _num(x: Any) -> float:
     return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else math.nan
 
 
-def _pct(x: float) -> str:
-    return f"{x:+.1f}" if abs(x) < 9.95 else f"{x:+.0f}"
-
-
-def _point_table(rows: list[dict[str, Any]], names: list[str]) -> pd.DataFrame:
-    out: list[dict[str, str]] = []
-    for metric in dict.fromkeys(r["metric"] for r in rows):
-        by = {str(r["value"]): r for r in rows if r["metric"] == metric}
-        if names[0] not in by:
-            continue
-        factor, unit = seconds_unit(_num(by[names[0]]["mean"]))
-        line = {"metric": _LABELS.get(metric, metric)}
-        for n in names:
-            r = by.get(n, {})
-            mean, low, high = (_num(r.get(k)) for k in ("mean", "ci_low", "ci_high"))
-            cell = f"{human_number(mean / factor)} {unit}" if math.isfinite(mean) else "-"
-            if math.isfinite(low):
-                cell += f" [{human_number(low / factor)}, {human_number(high / factor)}]"
-            line[n] = cell
-        for n in names[1:]:
-            r = by.get(n, {})
-            d, low, high = (_num(r.get(k)) for k in ("delta_pct", "delta_ci_low", "delta_ci_high"))
-            cell = f"{_pct(d)} %" if math.isfinite(d) else "-"
-            if math.isfinite(low):
-                cell += f" [{_pct(low)}, {_pct(high)}]"
-            line[f"Δ {n}"] = cell
-        out.append(line)
-    return pd.DataFrame(out)
-
-
 def _runs_table(record: dict[str, Any]) -> pd.DataFrame:
     rows = []
     for rid, run in (record.get("runs") or {}).items():
@@ -142,7 +108,7 @@ def study_sections(directory: Path, record: dict[str, Any]) -> list[Section]:
         rows = [r for r in record["table"] if all(r.get(k) == v for k, v in params.items())]
         label = point_label(params) or "all"
         sec = Section(f"point-{label}", f"at {point_title(params)}" if params else "results")
-        table = _point_table(rows, names)
+        table = pd.DataFrame(study_point_rows(rows, names))
         if not table.empty:
             sec.table(table)
         for stem, what in _POINT_FIGURES:

@@ -17,22 +17,13 @@ from fabricsim.analysis import moe_incast
 from fabricsim.analysis.links import spine_grid
 from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
 from fabricsim.experiments.paired import PairedStudy, point_label, point_title
+from fabricsim.metrics.readable import METRIC_LABELS
 from fabricsim.metrics.results import Result
 from fabricsim.report import figures
 from fabricsim.report.figures import FIGURE_FORMAT
 from fabricsim.units import seconds_unit
 
-__all__ = ["METRIC_LABELS", "ark_figures", "paired_figures", "study_title"]
-
-METRIC_LABELS = {
-    "fct_mean_s": "mean FCT",
-    "fct_p95_s": "P95 FCT",
-    "fct_p99_s": "P99 FCT",
-    "ttft_mean_s": "mean TTFT",
-    "ttft_p95_s": "P95 TTFT",
-    "ttft_p99_s": "P99 TTFT",
-    "cct_s": "CCT",
-}
+__all__ = ["ark_figures", "paired_figures", "study_title"]
 
 
 def _pyplot() -> Any:
