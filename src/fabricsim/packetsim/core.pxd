@@ -18,6 +18,7 @@ cdef class Packet:
     cdef public int hop
     cdef public bint ecn, ar, last_hop
     cdef public Port prev
+    cdef public Packet nxt, bk
 
 cdef class Route:
     cdef public tuple links, hops, ctrl_hops, tops
@@ -51,7 +52,7 @@ cdef class Port:
     cdef public long long link
     cdef public double rate_bps
     cdef public long long delay_ps, ppb
-    cdef public object q, hq
+    cdef public Packet head, tail, hhead, htail
     cdef public long long qbytes, hbytes, busy_until
     cdef public bint pending
     cdef public long long cap, hcap, kmin, kmax
@@ -67,13 +68,21 @@ cdef class Port:
     cdef public long long paused_since, pfc_pauses, pfc_paused_ps, pause_at
     cdef public SharedBuffer pool
     cpdef long long ser_ps(self, long long size)
+    @cython.locals(pkt=Packet)
+    cpdef list queued(self, bint priority)
+    @cython.locals(last=Packet)
+    cdef _push(self, Packet pkt)
+    @cython.locals(last=Packet)
+    cdef _hpush(self, Packet pkt)
+    @cython.locals(victim=Packet, before=Packet)
+    cdef Packet _swap_tail(self, Packet pkt)
     @cython.locals(now=cython.longlong, size=cython.longlong, t=cython.longlong,
                    h=cython.longlong, q=cython.longlong)
     cpdef receive(self, Packet pkt)
     @cython.locals(size=cython.longlong, t=cython.longlong, h=cython.longlong)
     cpdef send(self, Packet pkt, long long now)
-    @cython.locals(pkt=Packet, size=cython.longlong, t=cython.longlong, h=cython.longlong,
-                   q=cython.longlong)
+    @cython.locals(pkt=Packet, nxt=Packet, size=cython.longlong, t=cython.longlong,
+                   h=cython.longlong, q=cython.longlong)
     cpdef complete(self, object _)
     @cython.locals(up=Port, ing=cython.longlong, pool=SharedBuffer, used=cython.longlong,
                    xoff=cython.longlong)

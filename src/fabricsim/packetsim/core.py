@@ -1,3 +1,4 @@
+# cython: boundscheck=False, wraparound=False
 """The packet engine's hot path: event loop, packets, output-queued ports.
 
 Kept in one small module so it can later be compiled (Cython / mypyc).  Conventions:
@@ -48,7 +49,8 @@ class Packet:
 
     __slots__ = (
         "kind", "pdc", "src", "dst", "psn", "size", "payload", "entropy",
-        "hops", "hop", "ecn", "ts", "cack", "sbase", "sack", "ar", "last_hop", "prev",
+        "hops", "hop", "ecn", "ts", "cack", "sbase", "sack", "ar", "last_hop", "prev", "nxt",
+        "bk",
     )
 
     # fmt: on
@@ -67,6 +69,9 @@ class Packet:
         self.sbase = 0  # ACK: first PSN of the SACK bitmap (>= cack, covers the PSN answered)
         self.sack = 0  # ACK: bit j = PSN sbase + j received (64 bits)
         self.prev: Port | None = None  # PFC: the port that sent it last (its ingress link)
+        # perf: a port's FIFOs are linked through their packets (no deque, no allocation)
+        self.nxt: Packet | None = None  # the packet queued after it
+        self.bk: Packet | None = None  # ... and before it
 
 
 class Route:
@@ -300,7 +305,8 @@ class Port:
     """Output queue of one directed link: byte buffer, ECN at dequeue, trimming or drop-tail.
 
     Data packets wait in a FIFO of ``cap_bytes``; trimmed headers, ACKs and NACKs wait in a
-    priority FIFO of ``hcap_bytes`` served first.  A data packet that finds the data queue full
+    priority FIFO of ``hcap_bytes`` served first.  Each FIFO is a list linked through its
+    packets (``head``/``tail``, ``hhead``/``htail``; :meth:`queued` lists them).  A data packet that finds the data queue full
     is trimmed to ``hdr_bytes`` and queued as a header (``trimming``) or dropped; with
     probability ``tail_victim`` the last packet queued is trimmed (or dropped) instead and the
     arriving one takes its place (htsim's coin flip).  ECN: RED-like
@@ -325,7 +331,7 @@ class Port:
     # fmt: off
 
     __slots__ = (
-        "sim", "link", "rate_bps", "delay_ps", "ppb", "q", "hq", "qbytes",
+        "sim", "link", "rate_bps", "delay_ps", "ppb", "head", "tail", "hhead", "htail", "qbytes",
         "hbytes", "busy_until", "pending", "cap", "hcap", "kmin", "kmax", "trimming", "failed",
         "hdr", "rand", "tx_bytes", "tx_pkts", "marks", "trims", "drops", "data_drops", "peak",
         "_complete", "lbrec", "tail_victim", "pmax", "pfc", "ing", "xoff", "xon", "hroom",
@@ -359,8 +365,10 @@ class Port:
         rate = max(int(rate_bps), 1)
         # perf: whole picoseconds per byte when the rate allows (100 Gbps: 80), else 0
         self.ppb = 8 * PS_PER_S // rate if (8 * PS_PER_S) % rate == 0 else 0
-        self.q: deque[Packet] = deque()
-        self.hq: deque[Packet] = deque()
+        self.head: Packet | None = None  # the data FIFO, linked through Packet.nxt / .bk
+        self.tail: Packet | None = None
+        self.hhead: Packet | None = None  # the priority FIFO (headers, ACKs, NACKs)
+        self.htail: Packet | None = None
         self.qbytes = self.hbytes = 0
         self.busy_until = 0
         self.pending = False
@@ -406,18 +414,48 @@ class Port:
         """The link fails now: queued packets are lost and every later arrival is dropped."""
         self.failed = True
         if self.pfc:  # what it held no longer occupies the ingress it came from
-            for pkt in self.q:
+            for pkt in self.queued(False):
                 self._pfc_release(pkt)
             self.pfc = False
-        for q in (self.q, self.hq):
-            while q:
-                self.drop(q.popleft())
+        for pkt in self.queued(True) + self.queued(False):
+            pkt.nxt = pkt.bk = None
+            self.drop(pkt)
+        self.head = self.tail = self.hhead = self.htail = None
         self.qbytes = self.hbytes = 0
         # perf: a failed port looks busy forever with no room, so receive() needs no check
         self.pending = True
         self.busy_until = 1 << 62
         self.cap = self.hcap = -1
         self.trimming = False
+
+    def queued(self, priority: bool) -> list[Packet]:
+        """The packets waiting in the priority FIFO (``priority``) or the data FIFO, in order."""
+        out = []
+        pkt = self.hhead if priority else self.head
+        while pkt is not None:
+            out.append(pkt)
+            pkt = pkt.nxt
+        return out
+
+    def _push(self, pkt: Packet) -> None:
+        """Append ``pkt`` to the data FIFO."""
+        last = self.tail
+        pkt.bk = last
+        if last is None:
+            self.head = pkt
+        else:
+            last.nxt = pkt
+        self.tail = pkt
+
+    def _hpush(self, pkt: Packet) -> None:
+        """Append ``pkt`` to the priority FIFO."""
+        last = self.htail
+        pkt.bk = last
+        if last is None:
+            self.hhead = pkt
+        else:
+            last.nxt = pkt
+        self.htail = pkt
 
     def drop(self, pkt: Packet) -> None:
         self.drops += 1
@@ -453,18 +491,18 @@ class Port:
             if self.hbytes + size > self.hcap:
                 self.drop(pkt)
                 return
-            self.hq.append(pkt)
+            self._hpush(pkt)
             self.hbytes += size
         elif self.pfc:
             if not self._pfc_admit(pkt):
                 return
             q = self.qbytes + size
             self.qbytes = q
-            self.q.append(pkt)
+            self._push(pkt)
             if q > self.peak:
                 self.peak = q
         elif self.qbytes + size > self.cap:
-            if self.tail_victim and self.q and self.rand() < self.tail_victim:
+            if self.tail_victim and self.tail is not None and self.rand() < self.tail_victim:
                 pkt = self._swap_tail(pkt)
             if not self.trimming or self.hbytes + self.hdr > self.hcap:
                 self.drop(pkt)
@@ -473,12 +511,12 @@ class Port:
             pkt.kind = HDR
             pkt.size = self.hdr
             self.trims += 1
-            self.hq.append(pkt)
+            self._hpush(pkt)
             self.hbytes += self.hdr
         else:
             q = self.qbytes + size
             self.qbytes = q
-            self.q.append(pkt)
+            self._push(pkt)
             if q > self.peak:
                 self.peak = q
         if not self.pending:
@@ -488,10 +526,18 @@ class Port:
     def _swap_tail(self, pkt: Packet) -> Packet:
         """The arriving ``pkt`` takes the last queued packet's place if it fits there; the
         packet returned is the one to trim or drop."""
-        victim = self.q[-1]
+        victim = self.tail
+        assert victim is not None
         if self.qbytes - victim.size + pkt.size > self.cap:
             return pkt
-        self.q[-1] = pkt
+        before = victim.bk
+        pkt.bk = before
+        if before is None:
+            self.head = pkt
+        else:
+            before.nxt = pkt
+        self.tail = pkt
+        victim.bk = None
         self.qbytes += pkt.size - victim.size
         return victim
 
@@ -512,15 +558,27 @@ class Port:
         """The packet on the wire has left: start the next one (priority queue first)."""
         if self.failed:
             return
-        if self.hq:
-            pkt = self.hq.popleft()
+        pkt = self.hhead
+        if pkt is not None:
+            nxt = pkt.nxt
+            self.hhead = nxt
+            if nxt is None:
+                self.htail = None
+            else:
+                pkt.nxt = nxt.bk = None
             self.hbytes -= pkt.size
             q = self.qbytes
         elif self.paused:  # PFC: data waits for the XON (or the pause to expire)
             self.pending = False
             return
         else:
-            pkt = self.q.popleft()
+            pkt = self.head
+            nxt = pkt.nxt
+            self.head = nxt
+            if nxt is None:
+                self.tail = None
+            else:
+                pkt.nxt = nxt.bk = None
             q = self.qbytes = self.qbytes - pkt.size
             # ECN at dequeue, RED-like on the data left queued
             if q > self.kmin and (
@@ -542,7 +600,7 @@ class Port:
         h = pkt.hop + 1
         pkt.hop = h
         self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
-        if q or self.hq:
+        if q or self.hhead is not None:
             self.sim.at(t, self._complete)
         else:
             self.pending = False
@@ -637,7 +695,7 @@ class Port:
 
     def restart(self) -> None:
         """Data may leave again: start the queue if it waits."""
-        if (self.q or self.hq) and not self.pending:
+        if (self.head is not None or self.hhead is not None) and not self.pending:
             self.pending = True
             self.sim.at(max(self.busy_until, self.sim.now), self._complete)
 

@@ -568,7 +568,13 @@ class PacketEngine:
         all_pdcs = [p for ps in self.pdcs for p in ps]
         sent = sum(p.sent for p in all_pdcs)
         nic_tot = {k: sum(n.stats()[k] for n in self.nics) for k in self.nics[0].stats()}
-        queued = sum(1 for p in self.ports for q in (p.q, p.hq) for pkt in q if pkt.kind < ACK)
+        queued = sum(
+            1
+            for p in self.ports
+            for pri in (True, False)
+            for pkt in p.queued(pri)
+            if pkt.kind < ACK
+        )
         on_wires = sum(1 for a in self.sim.pending_args() if isinstance(a, Packet) and a.kind < ACK)
         out: dict[str, Any] = {
             "events": int(self.sim.events),
