@@ -286,7 +286,9 @@ class Pdc:
         self.sent += 1
         if self.first_entropy < 0:
             self.first_entropy = entropy
-        self.labels[route.label] = None
+        if route.user is not self:  # perf: a label already recorded by this PDC is skipped
+            route.user = self
+            self.labels[route.label] = None
         if env.monitor is not None:
             state, cache = pre
             how = (getattr(spray, "explored", False), getattr(spray, "reason", None))

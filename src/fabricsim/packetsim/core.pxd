@@ -24,6 +24,7 @@ cdef class Route:
     cdef public tuple links, hops, ctrl_hops, tops
     cdef public str label
     cdef public bint ok
+    cdef public object user
 
 cdef class PacketPool:
     cdef public list free

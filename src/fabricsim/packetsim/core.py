@@ -85,7 +85,7 @@ class Route:
     timeline).  Built by the route table (:mod:`fabricsim.packetsim.forwarding`).
     """
 
-    __slots__ = ("links", "hops", "ctrl_hops", "label", "ok", "tops")
+    __slots__ = ("links", "hops", "ctrl_hops", "label", "ok", "tops", "user")
 
     def __init__(
         self,
@@ -98,6 +98,9 @@ class Route:
     ) -> None:
         self.links, self.hops, self.ctrl_hops = links, hops, ctrl_hops
         self.label, self.ok, self.tops = label, ok, tops
+        # perf: the sender that last recorded this route's label (one check per packet instead
+        # of a string-keyed dict insert)
+        self.user: Any = None
 
 
 class PacketPool:
