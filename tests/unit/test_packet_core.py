@@ -55,6 +55,37 @@ def test_sim_orders_by_time_then_insertion():
     assert sim.now == 5 and not sim.stopped
 
 
+def test_sim_heap_keeps_time_then_insertion_order_through_growth():
+    """Many ties and out-of-order times through several doublings of the tables, half of the
+    events scheduled after a partial run: the order is (time, insertion), a stable sort's."""
+    rng = np.random.default_rng(5)
+    sim = Sim(capacity=2)
+    times = rng.integers(0, 50, 5000).tolist()
+    out: list[int] = []
+    for i in range(2500):
+        sim.at(times[i], out.append, i)
+    sim.run(20)
+    assert sim.stopped and len(out) == sum(t <= 20 for t in times[:2500])
+    late = [max(t, 20) for t in times]  # scheduled at 20: never earlier than now
+    for i in range(2500, 5000):
+        sim.at(times[i], out.append, i)
+    assert sim.pending == 5000 - len(out)
+    sim.run(10**6)
+    first = sorted((i for i in range(2500) if times[i] <= 20), key=lambda i: times[i])
+    done = set(first)
+    rest = sorted((i for i in range(5000) if i not in done), key=lambda i: late[i])
+    assert out == first + rest
+    assert sim.pending_args() == [] and sim.events == 5000
+
+
+def test_sim_refuses_more_events_than_its_keys_hold():
+    sim = Sim()
+    sim.seq = (1 << 37) - 1  # the last insertion number a calendar key holds
+    sim.at(1, print, None)
+    with pytest.raises(RuntimeError, match="events scheduled in one run"):
+        sim.at(2, print, None)
+
+
 def test_sim_stops_at_the_limit_and_can_resume():
     sim = Sim()
     out = []

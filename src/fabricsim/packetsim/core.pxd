@@ -31,21 +31,25 @@ cdef class PacketPool:
     cpdef Packet get(self)
     cpdef put(self, Packet pkt)
 
+cdef long long _SLOT_BITS, _SEQ_LIMIT
+
 cdef class Sim:
     cdef public long long now, events, seq, size, nfree
     cdef public bint stopped
     # the integer tables: array('q') objects, read as C arrays
-    cdef public long long[:] ht, hs, hslot, free
+    cdef public long long[:] heap, free
     cdef public list fns, args
-    @cython.locals(slot=cython.longlong, seq=cython.longlong, i=cython.Py_ssize_t,
-                   up=cython.Py_ssize_t, tu=cython.longlong)
+    @cython.locals(slot=cython.longlong, seq=cython.longlong, key=cython.longlong,
+                   i=cython.Py_ssize_t, up=cython.Py_ssize_t, tu=cython.longlong,
+                   heap=cython.longlong[:])
     cpdef at(self, long long t_ps, object fn, object arg=*)
-    @cython.locals(n=cython.longlong, slot=cython.longlong, t=cython.longlong)
+    @cython.locals(n=cython.longlong, slot=cython.longlong, t=cython.longlong,
+                   mask=cython.longlong)
     cpdef long long run(self, long long limit_ps)
-    @cython.locals(size=cython.Py_ssize_t, t=cython.longlong, seq=cython.longlong,
-                   slot=cython.longlong, i=cython.Py_ssize_t, child=cython.Py_ssize_t,
-                   first=cython.Py_ssize_t, stop=cython.Py_ssize_t, j=cython.Py_ssize_t,
-                   tc=cython.longlong, tj=cython.longlong)
+    @cython.locals(size=cython.Py_ssize_t, t=cython.longlong, key=cython.longlong,
+                   i=cython.Py_ssize_t, child=cython.Py_ssize_t, first=cython.Py_ssize_t,
+                   stop=cython.Py_ssize_t, j=cython.Py_ssize_t, tc=cython.longlong,
+                   tj=cython.longlong, heap=cython.longlong[:])
     cdef _pop_root(self)
 
 cdef class Port:

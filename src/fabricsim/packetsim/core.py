@@ -147,23 +147,28 @@ class RandomPool:
         return buf.pop()
 
 
+_SLOT_BITS = 26
+"""Bits of a calendar key that hold the event's slot: at most 2**26 events pending at once."""
+_SEQ_LIMIT = 1 << 37  # 1 << (63 - _SLOT_BITS), a literal: compiled, C would shift an int
+"""Events one calendar can schedule in a run (2**37, about 1.4e11)."""
+
+
 class Sim:
     """Clock and event calendar shared by every element of one simulation (no global state).
 
     A 4-ary heap (half the levels of a binary one, a node's children side by side) ordered by
-    (time, insertion number): ties at one time run in the order they
-    were scheduled, including events scheduled at the current time while it is being
-    processed.  Heap position ``i`` holds its event's time ``ht[i]``, insertion number
-    ``hs[i]`` and slot ``hslot[i]``; slot ``k`` holds the callback ``fns[k]`` and argument
-    ``args[k]`` (the heap moves three integers, never the objects); ``free[:nfree]`` lists the
-    unused slots.  The integer tables are ``array('q')`` (the compiled build reads them as C
-    arrays); they double when full.
+    (time, insertion number): ties at one time run in the order they were scheduled,
+    including events scheduled at the current time while it is being processed.  Heap position
+    ``i`` is the pair ``heap[2i]`` = the event's time and ``heap[2i + 1]`` = its key, the
+    insertion number shifted left by :data:`_SLOT_BITS` plus its slot (so keys order as
+    insertion numbers do); slot ``k`` holds the callback ``fns[k]`` and argument ``args[k]``
+    (the heap moves two integers, never the objects); ``free[:nfree]`` lists the unused slots.
+    The integer tables are ``array('q')`` (the compiled build reads them as C arrays); they
+    double when full.  # perf: a node's four children are 64 bytes side by side, times and
+    keys interleaved, so a step of a sift touches one cache line
     """
 
-    __slots__ = (
-        "now", "events", "stopped", "seq", "size", "nfree", "ht", "hs", "hslot", "free", "fns",
-        "args",
-    )  # fmt: skip
+    __slots__ = ("now", "events", "stopped", "seq", "size", "nfree", "heap", "free", "fns", "args")
 
     def __init__(self, capacity: int = 1024) -> None:
         self.now = 0
@@ -171,9 +176,7 @@ class Sim:
         self.stopped = False
         self.seq = 0  # insertion number of the next event
         self.size = 0  # events pending
-        self.ht = array("q", bytes(8 * capacity))
-        self.hs = array("q", bytes(8 * capacity))
-        self.hslot = array("q", bytes(8 * capacity))
+        self.heap = array("q", bytes(16 * capacity))
         self.free = array("q", range(capacity - 1, -1, -1))
         self.nfree = capacity
         self.fns: list[Any] = [None] * capacity  # callbacks (None: a free slot)
@@ -190,29 +193,32 @@ class Sim:
         self.fns[slot] = fn
         self.args[slot] = arg
         seq = self.seq
+        if seq >= _SEQ_LIMIT:
+            raise RuntimeError(f"more than {_SEQ_LIMIT:,} events scheduled in one run")
         self.seq = seq + 1
+        key = (seq << _SLOT_BITS) | slot
+        heap = self.heap
         i = self.size  # sift up: later events usually stop at once
         self.size = i + 1
         while i:
             up = (i - 1) >> 2
-            tu = self.ht[up]
-            if tu < t_ps or (tu == t_ps and self.hs[up] < seq):
+            tu = heap[2 * up]
+            if tu < t_ps or (tu == t_ps and heap[2 * up + 1] < key):
                 break
-            self.ht[i] = tu
-            self.hs[i] = self.hs[up]
-            self.hslot[i] = self.hslot[up]
+            heap[2 * i] = tu
+            heap[2 * i + 1] = heap[2 * up + 1]
             i = up
-        self.ht[i] = t_ps
-        self.hs[i] = seq
-        self.hslot[i] = slot
+        heap[2 * i] = t_ps
+        heap[2 * i + 1] = key
 
     def _grow(self) -> None:
         """Double the tables (the new slots are free)."""
         cap = len(self.fns)
-        for name in ("ht", "hs", "hslot"):
-            table = array("q", getattr(self, name))
-            table.frombytes(bytes(8 * cap))
-            setattr(self, name, table)
+        if 2 * cap > 1 << _SLOT_BITS:
+            raise RuntimeError(f"more than {1 << _SLOT_BITS:,} events pending at once")
+        heap = array("q", self.heap)
+        heap.frombytes(bytes(16 * cap))
+        self.heap = heap
         free = array("q", range(2 * cap - 1, cap - 1, -1))  # (none was free before)
         free.frombytes(bytes(8 * cap))  # room for every slot
         self.free = free
@@ -227,7 +233,8 @@ class Sim:
 
     def pending_args(self) -> list[Any]:
         """The arguments of the events scheduled and not yet processed (any order)."""
-        return [self.args[self.hslot[i]] for i in range(self.size)]
+        mask = (1 << _SLOT_BITS) - 1
+        return [self.args[self.heap[2 * i + 1] & mask] for i in range(self.size)]
 
     def run(self, limit_ps: int) -> int:
         """Process events in time order until none is left or the next is after ``limit_ps``.
@@ -235,13 +242,14 @@ class Sim:
         Returns the number of events processed; ``stopped`` tells whether the limit cut the run.
         """
         n = 0
+        mask = (1 << _SLOT_BITS) - 1
         while self.size:
-            t = self.ht[0]
+            t = self.heap[0]
             if t > limit_ps:
                 self.stopped = True
                 break
             self.now = t
-            slot = self.hslot[0]
+            slot = self.heap[1] & mask
             fn = self.fns[slot]
             arg = self.args[slot]
             self.fns[slot] = None
@@ -260,29 +268,28 @@ class Sim:
         self.size = size
         if not size:
             return
-        t, seq, slot = self.ht[size], self.hs[size], self.hslot[size]
+        heap = self.heap
+        t, key = heap[2 * size], heap[2 * size + 1]
         i = 0
         while True:
             first = 4 * i + 1  # the children: first .. first + 3
             if first >= size:
                 break
-            child, tc = first, self.ht[first]
+            child, tc = first, heap[2 * first]
             stop = min(first + 4, size)
             j = first + 1
             while j < stop:  # the earliest child
-                tj = self.ht[j]
-                if tj < tc or (tj == tc and self.hs[j] < self.hs[child]):
+                tj = heap[2 * j]
+                if tj < tc or (tj == tc and heap[2 * j + 1] < heap[2 * child + 1]):
                     child, tc = j, tj
                 j += 1
-            if t < tc or (t == tc and seq < self.hs[child]):
+            if t < tc or (t == tc and key < heap[2 * child + 1]):
                 break
-            self.ht[i] = tc
-            self.hs[i] = self.hs[child]
-            self.hslot[i] = self.hslot[child]
+            heap[2 * i] = tc
+            heap[2 * i + 1] = heap[2 * child + 1]
             i = child
-        self.ht[i] = t
-        self.hs[i] = seq
-        self.hslot[i] = slot
+        heap[2 * i] = t
+        heap[2 * i + 1] = key
 
 
 class SharedBuffer:
