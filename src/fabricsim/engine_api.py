@@ -43,18 +43,13 @@ def collector_paused() -> Iterator[None]:
 
     perf: the loops create no reference cycles worth collecting (packets are pooled, routes,
     PDCs and connections live for the run); the collector would only walk them, again and
-    again (4-7 % of a run).  On the way out every object the loop made is moved to the oldest
-    generation (``gc.freeze`` then ``gc.unfreeze``: no traversal), so the first allocation
-    after the loop does not walk them all in one young collection (2.6 % of a 1,024-host
-    packet run); they are still collected by the full collections, as any old object is.
+    again (4-7 % of a run).
     """
     collecting = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
-        gc.unfreeze()
         if collecting:
             gc.enable()
 
