@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
 
 import fabricsim
+from fabricsim._compat import pd
 from fabricsim.cli.app import EngineOpt, PresetOpt, QuietOpt, SetOpt, app, with_preset
 from fabricsim.cli.common import (
     ProgressBar,

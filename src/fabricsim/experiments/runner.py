@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from fabricsim import workloads
+from fabricsim._compat import pd
 from fabricsim.config.loader import load_scenario
 from fabricsim.config.models import Scenario
 from fabricsim.engine_api import EngineOutput, wire_bytes

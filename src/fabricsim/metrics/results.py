@@ -12,11 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 
+from fabricsim._compat import pa, pd, pq
 from fabricsim.config.models import Scenario
 from fabricsim.metrics.outdir import MARKER, marker_text, prepare_out_dir
 from fabricsim.metrics.readable import summary_rows

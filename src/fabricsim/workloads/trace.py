@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
+from fabricsim._compat import pd
 from fabricsim.config.models import Scenario
 from fabricsim.config.workloads import TraceWorkload
 from fabricsim.errors import ConfigError
