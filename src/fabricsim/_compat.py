@@ -1,7 +1,10 @@
-"""Heavy libraries imported on first use: ``pd`` (pandas), ``pa`` (pyarrow), ``pq`` (its Parquet).
+"""Heavy libraries imported on first use: ``pd`` (pandas), ``pa`` (pyarrow), ``pq`` (its Parquet),
+and the parts of rich the command line prints with (``rich_console``, ``rich_table``,
+``rich_progress``).
 
-perf: pandas alone took 0.3-0.5 s of every ``fabricsim`` start, pyarrow 0.1-0.2 s, although a
-packet run needs neither until it writes its files (and then only pyarrow).  A module writes
+perf: pandas alone took 0.3-0.5 s of every ``fabricsim`` start, pyarrow 0.1-0.2 s, rich
+0.05 s, although a packet run needs neither pandas nor rich until it writes its files (and
+then only pyarrow; rich when it prints).  A module writes
 ``from fabricsim._compat import pd`` where it wrote ``import pandas as pd``: the name stays at
 module level (the type checker sees the real module), and the library is imported when an
 attribute of it is first read, e.g. ``pd.DataFrame``.  Annotations do not read it (every such
@@ -45,9 +48,15 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from rich import console as rich_console
+    from rich import progress as rich_progress
+    from rich import table as rich_table
 else:
     pd = LazyModule("pandas")
     pa = LazyModule("pyarrow")
     pq = LazyModule("pyarrow.parquet")
+    rich_console = LazyModule("rich.console")
+    rich_progress = LazyModule("rich.progress")
+    rich_table = LazyModule("rich.table")
 
-__all__ = ["LazyModule", "pa", "pd", "pq"]
+__all__ = ["LazyModule", "pa", "pd", "pq", "rich_console", "rich_progress", "rich_table"]

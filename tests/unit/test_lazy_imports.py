@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("pandas", "pyarrow", "scipy", "matplotlib", "dask")
+HEAVY = ("pandas", "pyarrow", "scipy", "matplotlib", "dask", "rich")
 
 
 def _loaded(code: str) -> dict[str, bool]:
@@ -19,6 +19,7 @@ def _loaded(code: str) -> dict[str, bool]:
 
 
 def test_importing_fabricsim_and_its_cli_imports_no_heavy_library():
+    """Nor rich: the command line prints with it, ``--quiet`` does not."""
     assert _loaded("import fabricsim, fabricsim.cli") == dict.fromkeys(HEAVY, False)
 
 
@@ -31,7 +32,8 @@ CM = "Nodes 16\nConnections 3\n0->9 id 1 start 0 size 20000\n3->12 id 2 start 5.
 
 
 def test_a_run_that_only_writes_its_files_imports_no_pandas(tmp_path):
-    """`fabricsim run X --quiet`: packet and flow engine, a built-in and a .cm trace."""
+    """`fabricsim run X --quiet`: packet and flow engine, a built-in and a .cm trace (pyarrow
+    writes the files; rich is only imported to print)."""
     cm = tmp_path / "t.cm"
     cm.write_text(CM)
     runs = [
