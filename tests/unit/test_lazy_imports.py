@@ -1,4 +1,5 @@
-"""Start-up: heavy libraries are imported where they are used, not when fabricsim starts."""
+"""Start-up and exit: heavy libraries are imported where they are used, not when fabricsim
+starts; after a single run the program exits without tearing the interpreter down."""
 
 from __future__ import annotations
 
@@ -58,3 +59,48 @@ def test_a_run_that_only_writes_its_files_imports_no_pandas(tmp_path):
         loaded = _loaded(code)
         assert (out / "flows.parquet").is_file()
         assert loaded == {**dict.fromkeys(HEAVY, False), "pyarrow": True}, argv
+
+
+# atexit callbacks run in teardown only; a daemon thread makes program() exit as usual
+PROGRAM = """
+import atexit, sys, threading
+atexit.register(lambda: print("teardown", flush=True))
+if sys.argv[1] == "thread":
+    threading.Thread(target=threading.Event().wait, daemon=True).start()
+from fabricsim.cli import program
+sys.argv = ["fabricsim", *sys.argv[2:]]
+sys.exit(program())
+"""
+
+
+def _program(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", PROGRAM, *argv], capture_output=True, text=True, check=False
+    )
+
+
+def test_the_program_skips_teardown_after_a_single_run(tmp_path):
+    cm = tmp_path / "t.cm"
+    cm.write_text(CM)
+    run = ["run", str(cm), "--set", "topology.k=4", "--out"]
+    done = _program("-", *run, str(tmp_path / "a"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("(summary.json has every figure)")  # flushed
+    assert "teardown" not in done.stdout
+    assert (tmp_path / "a" / "flows.parquet").is_file()
+    quiet = _program("-", *run, str(tmp_path / "b"), "--json")
+    assert quiet.returncode == 0 and json.loads(quiet.stdout)["flows_total"] == 3
+    assert (tmp_path / "b" / "summary.json").is_file()
+
+
+def test_the_program_exits_as_usual_otherwise(tmp_path):
+    cm = tmp_path / "t.cm"
+    cm.write_text(CM)
+    with_thread = _program(
+        "thread", "run", str(cm), "--set", "topology.k=4", "--quiet", "--out", str(tmp_path / "a")
+    )
+    assert (with_thread.returncode, with_thread.stdout) == (0, "teardown\n")
+    bad = _program("-", "run", str(cm), "--set", "topology.k=five", "--out", str(tmp_path / "b"))
+    assert bad.returncode == 2 and bad.stdout == "teardown\n"
+    other = _program("-", "scenarios")
+    assert other.returncode == 0 and other.stdout.endswith("teardown\n")

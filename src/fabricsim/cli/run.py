@@ -18,7 +18,15 @@ import typer
 
 import fabricsim
 from fabricsim._compat import pd, rich_console, rich_table
-from fabricsim.cli.app import EngineOpt, PresetOpt, QuietOpt, SetOpt, app, with_preset
+from fabricsim.cli.app import (
+    EngineOpt,
+    PresetOpt,
+    QuietOpt,
+    SetOpt,
+    app,
+    skip_teardown,
+    with_preset,
+)
 from fabricsim.cli.common import (
     ProgressBar,
     SimBar,
@@ -139,6 +147,7 @@ def default_study(
 
 @app.command()
 def run(
+    ctx: typer.Context,
     scenario: Annotated[
         str | None, typer.Argument(help="YAML path, built-in name or htsim .cm matrix")
     ] = None,
@@ -187,3 +196,4 @@ def run(
     elif not quiet:
         _print_summary(res)
         typer.echo(f"wrote {target}/ (summary.json has every figure)")
+    skip_teardown(ctx)  # one run in this process: nothing left to clean up
