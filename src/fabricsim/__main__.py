@@ -2,6 +2,6 @@
 
 import sys
 
-from fabricsim.cli import main
+from fabricsim.cli import program
 
-sys.exit(main())
+sys.exit(program())

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
+
+from fabricsim._compat import pd
 
 ROUTE_KEY_HOSTS = 1 << 18
 """The packet engine's route cache keys hold host indices below this (18 bits each)."""

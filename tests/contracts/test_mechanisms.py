@@ -51,7 +51,7 @@ from fabricsim.config.applicability import WORKLOAD_KEYS
 from fabricsim.config.workloads import WorkloadConfig
 from fabricsim.experiments.engines import ENGINES
 
-# flows.parquet columns every run has, in this order (docs/design.md; runner._flow_frame).
+# flows.parquet columns every run has, in this order (docs/design.md; runner._flow_columns).
 FLOW_COLUMNS = [
     "flow_id",
     "src",

@@ -208,3 +208,58 @@ def test_flow_table_bounds_every_workload():
             FlowTable.build(sc, [0], [1], size, start)
     with pytest.raises(ConfigError, match="2 flows carry .* in total"):
         check_total_bytes(np.array([MAX_TOTAL_BYTES, 1], dtype=np.int64), "workload")
+
+
+def test_plain_cm_cells_are_read_without_pandas_as_pandas_reads_them(tmp_path, monkeypatch):
+    """Whole numbers and short decimals: the fast reader gives the checked reader's columns."""
+    from fabricsim.workloads import trace
+
+    rng = np.random.default_rng(5)
+    n = 400
+    starts = [
+        rng.choice(["0", "0.0", "17", "2.5", f"{rng.random() * 1e3:.9f}", f"{rng.random():.15f}"])
+        for _ in range(n)
+    ]
+    ids = rng.permutation(n) * 3 + 1  # unique, unsorted: ties in start_s are broken by id
+    lines = ["Nodes 64", f"Connections {n}"]
+    for i in range(n):
+        src, dst = rng.choice(64, 2, replace=False)
+        size = rng.integers(1, 10**9)
+        lines.append(f"{src}->{dst} id {ids[i]} start {starts[i]} size {size}")
+    path = tmp_path / "plain.cm"
+    path.write_text("\n".join(lines) + "\n")
+    used = []
+    plain = trace._plain_cm_columns
+    monkeypatch.setattr(trace, "_plain_cm_columns", lambda *a: used.append(1) or plain(*a))
+    fast = trace.htsim_cm_columns(path, 64)
+    monkeypatch.setattr(trace, "_plain_cm_columns", lambda *a: None)
+    checked = trace.htsim_cm_columns(path, 64)
+    assert used and list(fast) == list(checked) == ["src", "dst", "size_bytes", "start_s", "id"]
+    for name in fast:
+        assert fast[name].dtype == checked[name].dtype
+        np.testing.assert_array_equal(fast[name], checked[name])
+
+
+@pytest.mark.parametrize(
+    "cell, needle",
+    [
+        ("start 1e-05", None),  # not plain: pandas reads it
+        ("start 0.30000000000000004", None),
+        ("start 2000000000000", "start 2000000000000 is later than 1e\\+12 us"),
+        ("start abc", "start 'abc' is not a number"),
+        ("start 0 size 9999999999999999", "size 9999999999999999 is more than 2\\*\\*50"),
+    ],
+)
+def test_other_cm_cells_take_the_checked_reader(tmp_path, cell, needle):
+    path = tmp_path / "x.cm"
+    words = {"start": "0", "size": "10"}
+    for key, value in zip(cell.split()[::2], cell.split()[1::2], strict=True):
+        words[key] = value
+    path.write_text(
+        f"Nodes 4\nConnections 1\n0->1 id 1 start {words['start']} size {words['size']}\n"
+    )
+    if needle is None:
+        assert read_htsim_cm(path)["start_s"].tolist() == [float(words["start"]) * 1e-6]
+    else:
+        with pytest.raises(ConfigError, match=needle):
+            read_htsim_cm(path)

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from fabricsim._compat import pd
 from fabricsim.analysis.run_files import (
     read_json_object,
     read_table,

@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
+from fabricsim._compat import pd
 from fabricsim.metrics.results import Result
 from fabricsim.topology.fabric import HOST, Fabric
 from fabricsim.units import ps_to_s, us_to_s

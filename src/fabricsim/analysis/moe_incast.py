@@ -44,7 +44,8 @@ import math
 from typing import Any
 
 import numpy as np
-import pandas as pd
+
+from fabricsim._compat import pd
 
 EULER_GAMMA = 0.5772156649015329
 

@@ -38,8 +38,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from fabricsim._compat import pd
 from fabricsim.config.loader import validate
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError

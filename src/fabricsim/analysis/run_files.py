@@ -21,9 +21,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import yaml
 
+from fabricsim._compat import pd
 from fabricsim.errors import ConfigError
 
 __all__ = [

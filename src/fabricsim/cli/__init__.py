@@ -2,12 +2,12 @@
 
 Exit codes: 0 success, 2 bad input (one line on stderr), 1 internal error, 130 Ctrl-C.
 
-:mod:`fabricsim.cli.app` holds the typer :data:`app`, the shared option types and :func:`main`
-(the console script ``fabricsim = "fabricsim.cli:main"``); each verb group is one module that
-registers its commands on :data:`app` when it is imported below.
+:mod:`fabricsim.cli.app` holds the typer :data:`app`, the shared option types, :func:`main` and
+:func:`program` (the console script ``fabricsim = "fabricsim.cli:program"``); each verb group is
+one module that registers its commands on :data:`app` when it is imported below.
 """
 
-from fabricsim.cli.app import app, main
+from fabricsim.cli.app import app, main, program
 
 # isort: off
 # The order of these imports is the order of the commands in ``fabricsim --help``.
@@ -21,4 +21,4 @@ from fabricsim.cli import keys  # noqa: F401 - keys
 
 # isort: on
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "program"]

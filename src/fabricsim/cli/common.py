@@ -6,14 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rich.progress import (
-    BarColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-
+from fabricsim._compat import rich_progress
 from fabricsim.config.loader import load_scenario, parse_set_options
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
@@ -53,7 +46,7 @@ class ProgressBar:
 
     def __init__(self, label: str, enabled: bool) -> None:
         self.label = label
-        self.progress = Progress(transient=True) if enabled else None
+        self.progress = rich_progress.Progress(transient=True) if enabled else None
         self.task: Any = None
 
     def __call__(self, done: int, total: int) -> None:
@@ -79,10 +72,7 @@ class SimBar:
 
     def __init__(self, label: str, enabled: bool) -> None:
         self.label = label
-        self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[sim]}"),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), transient=True,
-        ) if enabled else None  # fmt: skip
+        self.progress = _sim_progress() if enabled else None
         self.task: Any = None
 
     def __call__(self, now_s: float, expected_s: float) -> None:
@@ -99,3 +89,17 @@ class SimBar:
         if self.progress is not None and self.task is not None:
             self.progress.stop()
         self.progress = None
+
+
+def _sim_progress() -> rich_progress.Progress:
+    """:class:`SimBar`'s bar: the run, the bar, simulated time, wall time elapsed and an ETA."""
+    rp = rich_progress
+    return rp.Progress(
+        rp.TextColumn("{task.description}"),
+        rp.BarColumn(),
+        rp.TextColumn("{task.fields[sim]}"),
+        rp.TimeElapsedColumn(),
+        rp.TextColumn("ETA"),
+        rp.TimeRemainingColumn(),
+        transient=True,
+    )

@@ -14,13 +14,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-import pandas as pd
 import typer
-from rich.console import Console
-from rich.table import Table
 
 import fabricsim
-from fabricsim.cli.app import EngineOpt, PresetOpt, QuietOpt, SetOpt, app, with_preset
+from fabricsim._compat import pd, rich_console, rich_table
+from fabricsim.cli.app import (
+    EngineOpt,
+    PresetOpt,
+    QuietOpt,
+    SetOpt,
+    app,
+    skip_teardown,
+    with_preset,
+)
 from fabricsim.cli.common import (
     ProgressBar,
     SimBar,
@@ -45,11 +51,11 @@ def _is_tty(quiet: bool) -> bool:
 
 def _print_summary(res: Any) -> None:
     sc, s = res.scenario, res.summary
-    console = Console(width=None if sys.stdout.isatty() else 110)
+    console = rich_console.Console(width=None if sys.stdout.isatty() else 110)
     console.print(describe_run(sc, str(s.get("engine")), [int(s.get("seed", sc.seed))]))
     console.print(f"fabric:   {describe_fabric(sc)}")
     console.print(f"workload: {describe_workload(sc)}")
-    table = Table(show_header=False, box=None, padding=(0, 2))
+    table = rich_table.Table(show_header=False, box=None, padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
     for what, value in summary_rows(s):
@@ -70,13 +76,13 @@ def _trend_cell(part: pd.DataFrame, metric: str, names: list[str]) -> str:
 
 def print_trend(study: PairedStudy) -> None:
     """The default study in one table: per QPS, ECMP → ARK and ARK's change with its 95 % CI."""
-    console = Console(width=None if sys.stdout.isatty() else 190)
+    console = rich_console.Console(width=None if sys.stdout.isatty() else 190)
     sc = study.scenario
     console.print(describe_run(sc, study.engine, study.seeds))
     console.print(f"fabric:   {describe_fabric(sc)}")
     console.print(f"workload: {describe_workload(sc)}" + (" (grid over QPS)" if study.grid else ""))
     names = [str(v) for v in study.vs[1]]
-    table = Table(
+    table = rich_table.Table(
         title="ECMP → ARK for KV-cache transfers (mean over seeds; Δ: ARK's change, 95 % CI)",
     )
     table.add_column("QPS", justify="right")
@@ -141,6 +147,7 @@ def default_study(
 
 @app.command()
 def run(
+    ctx: typer.Context,
     scenario: Annotated[
         str | None, typer.Argument(help="YAML path, built-in name or htsim .cm matrix")
     ] = None,
@@ -189,3 +196,4 @@ def run(
     elif not quiet:
         _print_summary(res)
         typer.echo(f"wrote {target}/ (summary.json has every figure)")
+    skip_teardown(ctx)  # one run in this process: nothing left to clean up

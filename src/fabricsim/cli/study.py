@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
+from fabricsim._compat import rich_console, rich_table
 from fabricsim.cli.app import EngineOpt, PresetOpt, QuietOpt, ScenarioArg, SetOpt, app, with_preset
 from fabricsim.cli.common import ProgressBar, engine_option, out_path
 from fabricsim.config.loader import load_scenario, parse_set_options
@@ -30,9 +29,9 @@ from fabricsim.metrics.readable import study_point_rows
 from fabricsim.report.study_plots import paired_figures
 
 
-def print_study(study: PairedStudy, console: Console | None = None) -> None:
+def print_study(study: PairedStudy, console: rich_console.Console | None = None) -> None:
     """One table per grid point: each value's mean [95 % CI] and each change vs the baseline."""
-    console = console or Console(width=None if sys.stdout.isatty() else 120)
+    console = console or rich_console.Console(width=None if sys.stdout.isatty() else 120)
     key, values = study.vs
     names = [str(v) for v in values]
     sc = study.scenario
@@ -52,7 +51,7 @@ def print_study(study: PairedStudy, console: Console | None = None) -> None:
         for k, v in params.items():
             part = part[part[k] == v]
         at = f" at {point_title(params)}" if params else ""
-        table = Table(
+        table = rich_table.Table(
             title=f"{key}: {' vs '.join(names)}{at}",
             caption=f"mean [95 % CI] over {len(study.seeds)} paired seeds; Δ: change of the "
             f"mean vs {names[0]} [95 % CI of the paired difference]",

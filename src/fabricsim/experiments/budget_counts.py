@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
+from fabricsim._compat import pq
 from fabricsim.units import MAX_TIME_S, us_to_s
 from fabricsim.workloads.kv_models import get_model
 from fabricsim.workloads.moe import GENERIC, PRESETS

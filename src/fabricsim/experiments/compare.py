@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
+from fabricsim._compat import pd
 from fabricsim.analysis.links import uplink_utilization
 from fabricsim.config.loader import effective_scenario, load_scenario
 from fabricsim.config.models import Scenario
@@ -56,7 +55,7 @@ TABLE_COLUMNS = [
     "uplink_max_over_mean",
 ]  # fmt: skip
 
-Figures = Callable[[Path, pd.DataFrame, str], None]
+Figures = Callable[[Path, "pd.DataFrame", str], None]
 """Draws a comparison's figures into a directory: ``(directory, table, title)``."""
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from fabricsim import workloads
 from fabricsim.config.loader import load_scenario
@@ -29,7 +28,7 @@ from fabricsim.flowsim.open_loop import OpenLoopEngine
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import with_rate_caps
 from fabricsim.metrics import workload_summaries  # noqa: F401  (registers the summarizers)
-from fabricsim.metrics.results import Result, percentiles
+from fabricsim.metrics.results import Columns, Result, percentiles
 from fabricsim.metrics.summaries import RunContext, summarizers_for
 from fabricsim.packetsim.engine import PacketEngine
 from fabricsim.rng import stream
@@ -161,42 +160,40 @@ def _assemble(
         else np.where(np.isnan(out.start_s), flows.start_s, out.start_s)
     )
     fct = out.finish_s - start
-    df = _flow_frame(fabric, flows, out, start, fct)
+    cols = _flow_columns(fabric, flows, out, start, fct)
     summary = _base_summary(sc, engine, fabric, flows, out, fct)
     rerun = functools.partial(_run_engine, sc, engine, fabric, router)
     ctx = RunContext(sc, engine, fabric, router, flows, out, fct, rerun)
     for fn in summarizers_for(sc.workload.kind):
         extra = fn(ctx)
         for col, values in extra.pop("_columns", {}).items():
-            df[col] = values
+            cols[col] = values
         summary.update(extra)
     timing = {**out.timing, "total_wall_s": wall}
-    return Result(sc, summary, df, timing, dict(out.tables), dict(out.json_records))
+    return Result(sc, summary, cols, timing, dict(out.tables), dict(out.json_records))
 
 
-def _flow_frame(
+def _flow_columns(
     fabric: Fabric, flows: FlowTable, out: EngineOutput, start: np.ndarray, fct: np.ndarray
-) -> pd.DataFrame:
-    """The flow table: one row per flow in flow-id order (``flows.parquet``)."""
+) -> Columns:
+    """The flow table's columns: one row per flow in flow-id order (``flows.parquet``); the
+    :class:`Result` makes them a DataFrame when its ``flows`` are first read."""
     names = np.array(fabric.host_names)
-    df = pd.DataFrame(
-        {
-            "flow_id": np.arange(len(flows), dtype=np.int64),
-            "src": names[flows.src],
-            "dst": names[flows.dst],
-            "size_bytes": flows.size_bytes,
-            "start_s": start,
-            "finish_s": out.finish_s,
-            "fct_s": fct,
-            "path": out.path,
-            "entropy": out.entropy,
-        }
-    )
+    cols: Columns = {
+        "flow_id": np.arange(len(flows), dtype=np.int64),
+        "src": names[flows.src],
+        "dst": names[flows.dst],
+        "size_bytes": flows.size_bytes,
+        "start_s": start,
+        "finish_s": out.finish_s,
+        "fct_s": fct,
+        "path": out.path,
+        "entropy": out.entropy,
+    }
     if out.acked_s is not None:  # packet engine: the sender saw every byte acknowledged
-        df["acked_s"] = out.acked_s
-    for col, values in flows.extra.items():
-        df[col] = values
-    return df
+        cols["acked_s"] = out.acked_s
+    cols.update(flows.extra)
+    return cols
 
 
 def _base_summary(

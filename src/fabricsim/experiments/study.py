@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from fabricsim._compat import pd
 from fabricsim.config.loader import effective_scenario, load_scenario, parse_set_options
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError

@@ -50,8 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
+from fabricsim._compat import pd
 from fabricsim.config.loader import effective_scenario
 from fabricsim.errors import ConfigError, FabricsimError
 from fabricsim.experiments.backend import (

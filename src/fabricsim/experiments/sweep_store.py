@@ -10,8 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
+from fabricsim._compat import pd
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.plan import RunSpec, SweepPlan
 from fabricsim.metrics.outdir import MARKER, pid_alive

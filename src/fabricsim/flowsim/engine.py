@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
+from fabricsim._compat import pd
 from fabricsim.config.models import Scenario
 from fabricsim.engine_api import EngineOutput, collector_paused, wire_bytes
 from fabricsim.flowsim.kernel import MaxMinKernel

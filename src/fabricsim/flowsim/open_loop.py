@@ -31,8 +31,8 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-import pandas as pd
 
+from fabricsim._compat import pd
 from fabricsim.config.models import Scenario
 from fabricsim.engine_api import EngineOutput, wire_bytes_array
 from fabricsim.errors import EngineRefusal

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import html
+import importlib.metadata
 import json
 import math
 import os
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 
+from fabricsim._compat import pa, pd, pq
 from fabricsim.config.models import Scenario
 from fabricsim.metrics.outdir import MARKER, marker_text, prepare_out_dir
 from fabricsim.metrics.readable import summary_rows
@@ -35,7 +34,10 @@ FLOW_COLUMNS = (
 )
 
 
-@dataclass(eq=False)
+Columns = dict[str, Any]
+"""A table as columns in order: name -> numpy array or list (what ``pd.DataFrame`` accepts)."""
+
+
 class Result:
     """Everything a run produced.  ``summary`` and ``flows`` match the files of :meth:`save`.
 
@@ -47,7 +49,9 @@ class Result:
         ``summary.json``: deterministic figures of the run (``fct_mean_s``, ``flows_completed``
         ...; the keys of DESIGN.md's output section).
     flows : pandas.DataFrame
-        ``flows.parquet``: one row per flow or message, in flow-id order.
+        ``flows.parquet``: one row per flow or message, in flow-id order.  Given as
+        :data:`Columns`, it is made a DataFrame when first read (perf: a run that only saves
+        its files never imports pandas; :func:`columns_parquet_bytes` writes the same bytes).
     timing : dict
         ``timing.json``: wall time and engine speed (not deterministic).
     tables : dict of str to pandas.DataFrame
@@ -58,12 +62,31 @@ class Result:
     In a notebook a Result shows its summary as a table; ``repr`` is one line.
     """
 
-    scenario: Scenario
-    summary: dict[str, Any]
-    flows: pd.DataFrame
-    timing: dict[str, Any] = field(default_factory=dict)
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    json_records: dict[str, Any] = field(default_factory=dict)
+    def __init__(
+        self,
+        scenario: Scenario,
+        summary: dict[str, Any],
+        flows: pd.DataFrame | Columns,
+        timing: dict[str, Any] | None = None,
+        tables: dict[str, pd.DataFrame] | None = None,
+        json_records: dict[str, Any] | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.summary = summary
+        self._flows = flows
+        self.timing = {} if timing is None else timing
+        self.tables = {} if tables is None else tables
+        self.json_records = {} if json_records is None else json_records
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        if isinstance(self._flows, dict):
+            self._flows = pd.DataFrame(self._flows)
+        return self._flows
+
+    @flows.setter
+    def flows(self, df: pd.DataFrame) -> None:
+        self._flows = df
 
     def __repr__(self) -> str:
         s = self.summary
@@ -109,7 +132,11 @@ class Result:
             "summary.json": dumps_json(self.summary).encode(),
             "timing.json": dumps_json(self.timing).encode(),
             "config.yaml": yaml.safe_dump(self.scenario.to_dict(), sort_keys=False).encode(),
-            "flows.parquet": parquet_bytes(self.flows),
+            "flows.parquet": (
+                columns_parquet_bytes(self._flows)
+                if isinstance(self._flows, dict)
+                else parquet_bytes(self._flows)
+            ),
         }
         for name, df in self.tables.items():
             files[f"{name}.parquet"] = parquet_bytes(df)
@@ -159,9 +186,122 @@ def write_parquet(df: pd.DataFrame, path: Path) -> None:
 
 def parquet_bytes(df: pd.DataFrame) -> bytes:
     """The bytes :func:`write_parquet` would write."""
+    return _table_bytes(pa.Table.from_pandas(df, preserve_index=False))
+
+
+def columns_parquet_bytes(columns: Columns) -> bytes:
+    """The bytes :func:`parquet_bytes` writes for ``pd.DataFrame(columns)``, without pandas for
+    columns of numbers, booleans and strings (:func:`_arrow_table`), else through pandas."""
+    table = _arrow_table(columns)
+    if table is None:
+        return parquet_bytes(pd.DataFrame(columns))
+    return _table_bytes(table)
+
+
+def _table_bytes(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
-    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), sink, compression="zstd")
+    pq.write_table(table, sink, compression="zstd")
     return sink.getvalue().to_pybytes()
+
+
+@functools.cache
+def _pandas_metadata_known() -> str | None:
+    """The installed pandas version if ``pa.Table.from_pandas`` writes the pandas metadata that
+    :func:`_arrow_table` rebuilds (pandas >= 3: strings are ``str``; pyarrow >= 22: it stores
+    ``attributes``), else None."""
+    try:
+        version = importlib.metadata.version("pandas")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return version if _major(version) >= 3 and _major(pa.__version__) >= 22 else None
+
+
+def _major(version: str) -> int:
+    head = version.split(".")[0]
+    return int(head) if head.isdigit() else 0
+
+
+def _arrow_column(values: Any) -> tuple[pa.Array, str, str] | None:
+    """The Arrow array ``pa.Table.from_pandas`` makes of a DataFrame column built from
+    ``values``, with its pandas and numpy type names; None for anything but numbers,
+    booleans and strings.
+
+    perf: built from buffers, as ``pa.array`` would import pandas to check its argument.
+    """
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.isnative:
+        kind, dtype = values.dtype.kind, str(values.dtype)
+        if kind in "iub" or dtype in ("float32", "float64"):
+            return _numeric_array(values), dtype, dtype
+        if kind == "U" or (kind == "O" and len(values) and all(type(v) is str for v in values)):
+            return _string_array(values.tolist()), "object", "str"
+        return None
+    if isinstance(values, list) and values and all(type(v) is str for v in values):
+        return _string_array(values), "object", "str"
+    return None
+
+
+def _numeric_array(values: np.ndarray) -> pa.Array:
+    """Integers, floats (NaN as null, as pandas converts them) or booleans as an Arrow array."""
+    n = len(values)
+    if values.dtype.kind == "b":
+        bits = pa.py_buffer(np.packbits(values, bitorder="little"))
+        return pa.Array.from_buffers(pa.bool_(), n, [None, bits])
+    data = np.ascontiguousarray(values)
+    bitmap, nulls = None, 0
+    if data.dtype.kind == "f":
+        valid = ~np.isnan(data)
+        nulls = n - int(np.count_nonzero(valid))
+        if nulls:
+            bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    kind = pa.from_numpy_dtype(data.dtype)
+    return pa.Array.from_buffers(kind, n, [bitmap, pa.py_buffer(data)], null_count=nulls)
+
+
+def _string_array(values: list[str]) -> pa.Array:
+    """Strings as an Arrow ``large_string`` array (what pandas' ``str`` columns become)."""
+    encoded = [v.encode() for v in values]
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(pa.large_string(), len(values), buffers, null_count=0)
+
+
+def _arrow_table(columns: Columns) -> pa.Table | None:
+    """``pa.Table.from_pandas(pd.DataFrame(columns), preserve_index=False)`` built without
+    pandas: the same arrays and the same ``pandas`` schema metadata; None where that is not
+    known to hold (:func:`_pandas_metadata_known`, :func:`_arrow_column`)."""
+    version = _pandas_metadata_known()
+    if version is None or not columns or not all(isinstance(k, str) for k in columns):
+        return None
+    fields, arrays, meta = [], [], []
+    for name, values in columns.items():
+        col = _arrow_column(values)
+        if col is None:
+            return None
+        array, pandas_type, numpy_type = col
+        fields.append(pa.field(name, array.type))
+        arrays.append(array)
+        meta.append(
+            {
+                "name": name,
+                "field_name": name,
+                "pandas_type": pandas_type,
+                "numpy_type": numpy_type,
+                "metadata": None,
+            }
+        )
+    if len({len(a) for a in arrays}) > 1:
+        return None  # pandas refuses columns of different lengths
+    pandas_meta = {
+        "index_columns": [],
+        "column_indexes": [],
+        "columns": meta,
+        "attributes": {},
+        "creator": {"library": "pyarrow", "version": pa.__version__},
+        "pandas_version": version,
+    }
+    schema = pa.schema(fields, metadata={b"pandas": json.dumps(pandas_meta).encode("utf8")})
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def percentiles(fct: np.ndarray) -> dict[str, float | None]:

@@ -17,8 +17,8 @@ import math
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from fabricsim._compat import pd
 from fabricsim.config.workloads import CollectiveWorkload
 from fabricsim.engine_api import wire_bytes_array
 from fabricsim.metrics.results import percentiles

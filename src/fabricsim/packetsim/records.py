@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from fabricsim._compat import pd
 from fabricsim.errors import ConfigError
 from fabricsim.packetsim.core import Port, Sim
 from fabricsim.topology.fabric import Fabric

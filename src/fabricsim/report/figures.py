@@ -15,7 +15,8 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+from fabricsim._compat import pd
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -13,8 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
+from fabricsim._compat import pd
 from fabricsim.units import seconds_unit
 
 _CSS = """

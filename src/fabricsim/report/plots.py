@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from fabricsim._compat import pd
 from fabricsim.analysis import moe_incast as mi
 from fabricsim.experiments.study import LABELS, METRICS
 

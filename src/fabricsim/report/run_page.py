@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import yaml
 
+from fabricsim._compat import pd
 from fabricsim.analysis import moe_incast, run_files
 from fabricsim.analysis.diagnostics import diagnose, link_timeline_stats
 from fabricsim.config.loader import load_scenario

@@ -13,8 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
+from fabricsim._compat import pd
 from fabricsim.analysis import run_files
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.paired import point_title

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from fabricsim._compat import pd
 from fabricsim.analysis import run_files
 from fabricsim.analysis.diagnostics import diagnose
 from fabricsim.errors import ConfigError

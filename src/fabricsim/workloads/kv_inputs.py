@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
+from fabricsim._compat import pd
 from fabricsim.config.catalog import is_int
 from fabricsim.errors import ConfigError
 from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
+from fabricsim._compat import pd
 from fabricsim.config.models import Scenario
 from fabricsim.config.workloads import TraceWorkload
 from fabricsim.errors import ConfigError
@@ -90,6 +90,17 @@ def read_message_table(
     if len(df) == 0:
         raise ConfigError(f"{FIELD}: {p.name} has no messages")
     return _check_table(df, src, hosts, rails)
+
+
+def message_columns(
+    path: str | Path, hosts: int | None = None, rails: int | None = None
+) -> dict[str, np.ndarray]:
+    """:func:`read_message_table` as numpy columns (an htsim .cm file as :func:`htsim_cm_columns`)."""
+    p = Path(path)
+    if p.suffix.lower() == ".cm" and p.is_file():
+        return htsim_cm_columns(p, hosts)
+    df = read_message_table(p, hosts, rails)
+    return {c: df[c].to_numpy() for c in df.columns}
 
 
 def _read_csv(p: Path) -> tuple[pd.DataFrame, _Source]:
@@ -307,6 +318,8 @@ _CM_UNSUPPORTED = {
     "prio": "priorities (prio) are not modelled; remove them",
 }
 _CM_HEADERS = ("nodes", "connections", "triggers", "failures")
+_PLAIN_INT = re.compile(r"[0-9]{1,15}")
+_PLAIN_START = re.compile(r"[0-9]{1,15}(?:\.[0-9]{1,15})?")
 _CM_SHAPE = "a connection is 'A->B [id N] [start T] size S', T in microseconds"
 
 
@@ -329,6 +342,11 @@ def read_htsim_cm(path: Path, hosts: int | None = None) -> pd.DataFrame:
     Start times are microseconds in the file; trigger-based flows, failure lines, priorities
     and any word the format does not define are refused.
     """
+    return pd.DataFrame(htsim_cm_columns(path, hosts))
+
+
+def htsim_cm_columns(path: str | Path, hosts: int | None = None) -> dict[str, np.ndarray]:
+    """:func:`read_htsim_cm` as numpy columns (read without pandas when its cells are plain)."""
     path = Path(path)
     cm = _CmFile(path.name)
     for lineno, raw in enumerate(read_text(path, FIELD).splitlines(), 1):
@@ -342,6 +360,9 @@ def read_htsim_cm(path: Path, hosts: int | None = None) -> pd.DataFrame:
         raise ConfigError(
             f"{FIELD}: {path.name} declares {declared} connections, has {len(cm.rows)}"
         )
+    plain = _plain_cm_columns(cm, hosts)
+    if plain is not None:
+        return plain
     df = pd.DataFrame(cm.rows, columns=["src", "dst", "size_bytes", "start_s", "id"])
     src = _Source(
         path.name,
@@ -351,7 +372,38 @@ def read_htsim_cm(path: Path, hosts: int | None = None) -> pd.DataFrame:
         start_scale=S_PER_US,
         start_unit="us",
     )
-    return _check_table(df, src, hosts)
+    out = _check_table(df, src, hosts)
+    return {c: out[c].to_numpy() for c in out.columns}
+
+
+def _plain_cm_columns(cm: _CmFile, hosts: int | None) -> dict[str, np.ndarray] | None:
+    """The checked columns of a .cm file whose cells are all plain and valid, else None.
+
+    perf: without pandas (0.3-0.5 s to import); :func:`_check_table` gives the same columns,
+    and names the bad cell of any other file.  Plain: whole numbers of at most 15 digits, starts
+    of at most 15 digits with an optional fraction.  Both parse exactly (an integer below 2**53
+    divided by an exact power of ten, rounded once), and unique ids make the (start_s, id)
+    order total.
+    """
+    cells = {k: [row[k] for row in cm.rows] for k in ("src", "dst", "size_bytes", "id")}
+    starts = [row["start_s"] for row in cm.rows]
+    if not all(_PLAIN_INT.fullmatch(x) for col in cells.values() for x in col) or not all(
+        _PLAIN_START.fullmatch(x) and len(x) - ("." in x) <= 15 for x in starts
+    ):
+        return None
+    src, dst, size, ids = (
+        np.array([int(x) for x in col], dtype=np.int64) for col in cells.values()
+    )
+    start_s = np.array([float(x) for x in starts], dtype=np.float64) * S_PER_US
+    bad = (src == dst) | (size < 1) | (size > MAX_MESSAGE_BYTES) | (start_s > MAX_TIME_S)
+    if hosts is not None:
+        bad |= (src >= hosts) | (dst >= hosts)
+    if bad.any() or len(np.unique(ids)) < len(ids):
+        return None
+    check_total_bytes(size, f"{FIELD}: {cm.name}", "messages")
+    order = np.lexsort((ids, start_s))
+    columns = {"src": src, "dst": dst, "size_bytes": size, "start_s": start_s, "id": ids}
+    return {k: v[order] for k, v in columns.items()}
 
 
 def _cm_line(cm: _CmFile, lineno: int, line: str) -> None:
@@ -438,9 +490,9 @@ def trace(sc: Scenario, fabric: Fabric) -> FlowTable:
     wl = sc.workload
     assert isinstance(wl, TraceWorkload)
     rails = sc.topology.rails if sc.topology.kind == "rail_optimized" else None
-    df = read_message_table(wl.path, fabric.num_hosts, rails)
-    table = FlowTable.build(sc, df["src"], df["dst"], df["size_bytes"], df["start_s"])
-    table.extra["trace_id"] = df["id"].to_numpy()
+    cols = message_columns(wl.path, fabric.num_hosts, rails)
+    table = FlowTable.build(sc, cols["src"], cols["dst"], cols["size_bytes"], cols["start_s"])
+    table.extra["trace_id"] = cols["id"]
     table.check_hosts(fabric, "workload.path")
     return table
 

@@ -1,0 +1,62 @@
+"""Heavy libraries imported on first use: ``pd`` (pandas), ``pa`` (pyarrow), ``pq`` (its Parquet),
+and the parts of rich the command line prints with (``rich_console``, ``rich_table``,
+``rich_progress``).
+
+perf: pandas alone took 0.3-0.5 s of every ``fabricsim`` start, pyarrow 0.1-0.2 s, rich
+0.05 s, although a packet run needs neither pandas nor rich until it writes its files (and
+then only pyarrow; rich when it prints).  A module writes
+``from fabricsim._compat import pd`` where it wrote ``import pandas as pd``: the name stays at
+module level (the type checker sees the real module), and the library is imported when an
+attribute of it is first read, e.g. ``pd.DataFrame``.  Annotations do not read it (every such
+module has ``from __future__ import annotations``); a module-level expression that names
+``pd.X`` imports pandas when the module is imported, so write such aliases as strings.
+
+Examples
+--------
+>>> lazy = LazyModule("json")
+>>> lazy
+<LazyModule 'json'>
+>>> lazy.dumps([1]), "dumps" in vars(lazy)  # imported now; the attribute is kept
+('[1]', True)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+
+class LazyModule:
+    """Stands for the module ``name`` and imports it when one of its attributes is read."""
+
+    def __init__(self, name: str) -> None:
+        self.__dict__["_LazyModule__name"] = name
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(importlib.import_module(self.__name), attr)
+        self.__dict__[attr] = value  # perf: later reads are plain attribute look-ups
+        return value
+
+    def __repr__(self) -> str:
+        return f"<LazyModule {self.__name!r}>"
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return LazyModule, (self.__name,)
+
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from rich import console as rich_console
+    from rich import progress as rich_progress
+    from rich import table as rich_table
+else:
+    pd = LazyModule("pandas")
+    pa = LazyModule("pyarrow")
+    pq = LazyModule("pyarrow.parquet")
+    rich_console = LazyModule("rich.console")
+    rich_progress = LazyModule("rich.progress")
+    rich_table = LazyModule("rich.table")
+
+__all__ = ["LazyModule", "pa", "pd", "pq", "rich_console", "rich_progress", "rich_table"]

@@ -1,0 +1,106 @@
+"""Start-up and exit: heavy libraries are imported where they are used, not when fabricsim
+starts; after a single run the program exits without tearing the interpreter down."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("pandas", "pyarrow", "scipy", "matplotlib", "dask", "rich")
+
+
+def _loaded(code: str) -> dict[str, bool]:
+    """Which of HEAVY a fresh interpreter has imported after running ``code``."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps({{m: m in sys.modules for m in {HEAVY}}}))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def test_importing_fabricsim_and_its_cli_imports_no_heavy_library():
+    """Nor rich: the command line prints with it, ``--quiet`` does not."""
+    assert _loaded("import fabricsim, fabricsim.cli") == dict.fromkeys(HEAVY, False)
+
+
+def test_the_lazy_module_imports_on_first_use():
+    loaded = _loaded("from fabricsim._compat import pd\nassert pd.DataFrame({'a': [1]}).shape")
+    assert loaded["pandas"]
+
+
+CM = "Nodes 16\nConnections 3\n0->9 id 1 start 0 size 20000\n3->12 id 2 start 5.5 size 1000\n15->0 id 7 start 2 size 4096\n"
+
+
+def test_a_run_that_only_writes_its_files_imports_no_pandas(tmp_path):
+    """`fabricsim run X --quiet`: packet and flow engine, a built-in and a .cm trace (pyarrow
+    writes the files; rich is only imported to print)."""
+    cm = tmp_path / "t.cm"
+    cm.write_text(CM)
+    runs = [
+        ["run", str(cm), "--set", "nic.packet_spraying_type=reps", "--set", "topology.k=4"],
+        [
+            "run",
+            "incast",
+            "--engine",
+            "packet",
+            "--set",
+            "topology.k=4",
+            "--set",
+            "workload.senders=3",
+            "--set",
+            "workload.size_bytes=20000",
+        ],
+        ["run", "ecmp-collision"],
+    ]
+    for i, argv in enumerate(runs):
+        out = tmp_path / f"r{i}"
+        code = f"from fabricsim.cli import main\nassert main({argv + ['--quiet', '--out', str(out)]!r}) == 0"
+        loaded = _loaded(code)
+        assert (out / "flows.parquet").is_file()
+        assert loaded == {**dict.fromkeys(HEAVY, False), "pyarrow": True}, argv
+
+
+# atexit callbacks run in teardown only; a daemon thread makes program() exit as usual
+PROGRAM = """
+import atexit, sys, threading
+atexit.register(lambda: print("teardown", flush=True))
+if sys.argv[1] == "thread":
+    threading.Thread(target=threading.Event().wait, daemon=True).start()
+from fabricsim.cli import program
+sys.argv = ["fabricsim", *sys.argv[2:]]
+sys.exit(program())
+"""
+
+
+def _program(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", PROGRAM, *argv], capture_output=True, text=True, check=False
+    )
+
+
+def test_the_program_skips_teardown_after_a_single_run(tmp_path):
+    cm = tmp_path / "t.cm"
+    cm.write_text(CM)
+    run = ["run", str(cm), "--set", "topology.k=4", "--out"]
+    done = _program("-", *run, str(tmp_path / "a"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("(summary.json has every figure)")  # flushed
+    assert "teardown" not in done.stdout
+    assert (tmp_path / "a" / "flows.parquet").is_file()
+    quiet = _program("-", *run, str(tmp_path / "b"), "--json")
+    assert quiet.returncode == 0 and json.loads(quiet.stdout)["flows_total"] == 3
+    assert (tmp_path / "b" / "summary.json").is_file()
+
+
+def test_the_program_exits_as_usual_otherwise(tmp_path):
+    cm = tmp_path / "t.cm"
+    cm.write_text(CM)
+    with_thread = _program(
+        "thread", "run", str(cm), "--set", "topology.k=4", "--quiet", "--out", str(tmp_path / "a")
+    )
+    assert (with_thread.returncode, with_thread.stdout) == (0, "teardown\n")
+    bad = _program("-", "run", str(cm), "--set", "topology.k=five", "--out", str(tmp_path / "b"))
+    assert bad.returncode == 2 and bad.stdout == "teardown\n"
+    other = _program("-", "scenarios")
+    assert other.returncode == 0 and other.stdout.endswith("teardown\n")
