@@ -583,6 +583,7 @@ class Port:
             return
         else:
             pkt = self.head
+            assert pkt is not None  # a completion is pending only while a packet waits
             nxt = pkt.nxt
             self.head = nxt
             if nxt is None:
