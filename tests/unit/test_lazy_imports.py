@@ -104,3 +104,27 @@ def test_the_program_exits_as_usual_otherwise(tmp_path):
     assert bad.returncode == 2 and bad.stdout == "teardown\n"
     other = _program("-", "scenarios")
     assert other.returncode == 0 and other.stdout.endswith("teardown\n")
+
+
+def test_a_single_run_of_the_program_goes_without_the_collector_and_main_keeps_it(tmp_path):
+    cm = tmp_path / "t.cm"
+    cm.write_text(CM)
+    run = ["run", str(cm), "--set", "topology.k=4", "--quiet", "--out"]
+    # a daemon thread keeps the program from its fast exit, so the atexit hook reports
+    on_exit = PROGRAM.replace('print("teardown", flush=True)', "print(gc.isenabled(), flush=True)")
+    on_exit = on_exit.replace("import atexit,", "import atexit, gc,")
+    program_run = subprocess.run(
+        [sys.executable, "-c", on_exit, "thread", *run, str(tmp_path / "a")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (program_run.returncode, program_run.stdout) == (0, "False\n"), program_run.stderr
+    in_process = (
+        "import gc\nfrom fabricsim.cli import main\n"
+        f"assert main({[*run, str(tmp_path / 'b')]!r}) == 0\nprint(gc.isenabled())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", in_process], capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout) == (0, "True\n"), done.stderr

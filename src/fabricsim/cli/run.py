@@ -24,6 +24,7 @@ from fabricsim.cli.app import (
     QuietOpt,
     SetOpt,
     app,
+    single_run,
     skip_teardown,
     with_preset,
 )
@@ -186,6 +187,7 @@ def run(
     target = out_dir or Path("runs") / f"{sc.name}-{engine or sc.engine.kind}"
     check_out_dir(target)  # before the run: a bad --out fails in milliseconds
     bar = SimBar(f"{sc.name} ({engine or sc.engine.kind})", _is_tty(quiet or as_json))
+    single_run(ctx)
     try:
         res = fabricsim.run(sc, engine=engine, progress=bar if bar.progress else None)
     finally:
