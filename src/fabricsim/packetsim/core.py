@@ -459,6 +459,8 @@ class Port:
 
     def _hpush(self, pkt: Packet) -> None:
         """Append ``pkt`` to the priority FIFO."""
+        # perf: _push on the other FIFO's ends, kept as fields of the port: a FIFO object
+        # shared by both would add a pointer (and a likely cache miss) to every access
         last = self.htail
         pkt.bk = last
         if last is None:
