@@ -169,7 +169,9 @@ def test_sigint_mid_run_keeps_the_previous_output(tmp_path: Path):
     out = tmp_path / "R"
     fabricsim.run("ecmp-collision").save(out)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    argv = ["run", "ark", "--set", "workload.requests=40000", "--out", "R", "--quiet"]
+    # ≈16 s of CPU uninterrupted (40,000 requests took 2.1 s once start-up got faster: the
+    # run ended before the 2 s mark); the test stops it at 2 s either way
+    argv = ["run", "ark", "--set", "workload.requests=400000", "--out", "R", "--quiet"]
     proc = _start(argv, tmp_path)
     _wait_for(proc, lambda: _cpu_s(proc.pid) > 2.0)  # imports done, simulating
     os.killpg(proc.pid, signal.SIGINT)
