@@ -22,11 +22,13 @@ from fabricsim._compat import pd
 from fabricsim.config.models import Scenario
 from fabricsim.engine_api import EngineOutput, collector_paused, wire_bytes
 from fabricsim.flowsim.kernel import MaxMinKernel
-from fabricsim.flowsim.paths import PathResolver, WeightedPaths
+from fabricsim.flowsim.paths import LinkShares, PathResolver
 from fabricsim.flowsim.reference import ReferenceRates
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
+from fabricsim.routing.dag import MAX_PATH_LABELS
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import Fabric
+from fabricsim.units import ps_to_s
 from fabricsim.workloads.base import FlowTable
 
 _ARRIVAL, _TIMER = 0, 1
@@ -40,21 +42,11 @@ class _Conn:
     flow: int
     index: int
     wire: float
-    paths: WeightedPaths | None
+    shares: LinkShares | None  # None: the connection cannot be routed
     slot: int = -1
     done_s: float = math.nan
     cap: float = math.inf
     delivered: float = 0.0  # wire bytes, set when the connection completes
-
-
-@dataclass(slots=True)
-class _PathInfo:
-    paths: WeightedPaths  # the resolver's list (kept: its id is the cache key)
-    links: np.ndarray  # distinct links, int64
-    coefs: np.ndarray  # the connection's share on each link (path weights summed)
-    tops: list[int]  # indices into fabric.top_switches of the switches the paths cross
-    any_node: bool  # the paths cross any node (the spine timeline records a change)
-    latency_s: float  # unloaded pipeline delay of the slowest path
 
 
 class FlowEngine:
@@ -81,7 +73,6 @@ class FlowEngine:
             else MaxMinKernel(capacity, FALLBACK)
         )
         self.slot_conn: dict[int, _Conn] = {}
-        self._path_info: dict[int, _PathInfo] = {}
         self.now = 0.0
         self.events = 0
         self.heap: list[tuple[float, int, int, object]] = []
@@ -95,7 +86,6 @@ class FlowEngine:
         self.waiting_deps = np.zeros(n, dtype=np.int64)
         self.dependents: list[list[int]] = [[] for _ in range(n)]
         self.deps: list[list[int]] = []
-        self.top_index = {int(s): i for i, s in enumerate(fabric.top_switches)}
         self.top_active = np.zeros(len(fabric.top_switches), dtype=np.int64)
         self.top_peak = np.zeros(len(fabric.top_switches), dtype=np.int64)
         self.record = sc.records.timelines
@@ -118,7 +108,7 @@ class FlowEngine:
         if conn.slot < 0:
             return
         self._top_count(conn, -1)
-        conn.paths = self.resolver.resolve(
+        conn.shares = self.resolver.resolve(
             int(self.flows.src[flow]), int(self.flows.dst[flow]), src_port
         )
         links, coefs, cap = self._incidence_of(conn)
@@ -144,8 +134,8 @@ class FlowEngine:
             first = int(self.resolver.default_ports[0])
         self.entropy[flow] = first
         for i, c in enumerate(conns):
-            paths = self.resolver.resolve(src, dst, c.src_port)
-            conn = _Conn(flow, i, float(wire_bytes(c.size_bytes, self.mss, self.hdr)), paths)
+            shares = self.resolver.resolve(src, dst, c.src_port)
+            conn = _Conn(flow, i, float(wire_bytes(c.size_bytes, self.mss, self.hdr)), shares)
             self.conns[flow].append(conn)
             self._activate(conn, c.rate_cap_bps)
         self.dirty = True
@@ -158,56 +148,31 @@ class FlowEngine:
         self._top_count(conn, +1)
 
     def _incidence_of(self, conn: _Conn) -> tuple[np.ndarray, np.ndarray, float]:
-        """The links a connection uses, with its share on each (path weights summed per
-        link), and its rate cap; a connection that cannot be routed sits on its host's uplink
-        with cap 0 (it never progresses)."""
-        if conn.paths is None:
+        """The links a connection uses, with its share on each, and its rate cap; a
+        connection that cannot be routed sits on its host's uplink with cap 0 (it never
+        progresses)."""
+        shares = conn.shares
+        if shares is None:
             up = np.array([self.fabric.host_uplink[self.flows.src[conn.flow]]], dtype=np.int64)
             return up, np.ones(1), 0.0
-        info = self._info(conn.paths)
-        return info.links, info.coefs, conn.cap
-
-    def _info(self, paths: WeightedPaths) -> _PathInfo:
-        """What the engine needs of a set of weighted paths, computed once per set (perf: the
-        resolver hands out the same list for every connection of a pair or port)."""
-        hit = self._path_info.get(id(paths))
-        if hit is not None and hit.paths is paths:
-            return hit
-        use: dict[int, float] = {}
-        for path, w in paths:
-            for link in path:
-                use[link] = use.get(link, 0.0) + w
-        tops = {n for path, _ in paths for n in self.fabric.path_nodes(path)}
-        info = _PathInfo(
-            paths,
-            np.fromiter(use, dtype=np.int64, count=len(use)),
-            np.fromiter(use.values(), dtype=np.float64, count=len(use)),
-            [self.top_index[n] for n in tops if n in self.top_index],
-            bool(tops),
-            self.fabric.unloaded_latency_s(
-                (path for path, _ in paths), self.mss + self.hdr, worst=True
-            ),
-        )
-        self._path_info[id(paths)] = info
-        return info
+        return shares.links, shares.coefs, conn.cap
 
     def _top_count(self, conn: _Conn, delta: int) -> None:
-        if not conn.paths:
+        shares = conn.shares
+        if shares is None:
             return
-        info = self._info(conn.paths)
-        for i in info.tops:
-            self.top_active[i] += delta
-            self.top_peak[i] = max(self.top_peak[i], self.top_active[i])
-        if self.record and info.any_node:
-            self.tl_tops.append((self.now, self.top_active.copy()))
-
-    def _latency(self, paths: WeightedPaths | None) -> float:
-        return self._info(paths).latency_s if paths else 0.0
+        active, peak = self.top_active, self.top_peak
+        for i in shares.tops:
+            active[i] += delta
+            peak[i] = max(peak[i], active[i])
+        if self.record:
+            self.tl_tops.append((self.now, active.copy()))
 
     def _complete(self, slot: int) -> None:
         conn = self.slot_conn[slot]
         assert conn is not None
-        conn.done_s = self.now + self._latency(conn.paths)
+        shares = conn.shares
+        conn.done_s = self.now + (ps_to_s(shares.worst_ps) if shares is not None else 0.0)
         self.rates.remove(slot, self.now)
         conn.delivered = conn.wire
         del self.slot_conn[slot]
@@ -359,8 +324,7 @@ class FlowEngine:
                 delivered[flow] = min(np.floor(f.size_bytes[flow] * frac), f.size_bytes[flow] - 1)
             else:
                 delivered[flow] = f.size_bytes[flow]
-            labels = [fab.path_label(p) for c in conns for p, _ in c.paths or []]
-            self.labels[flow] = ";".join(dict.fromkeys(labels))
+            self.labels[flow] = self._path_column(conns)
         tops = [fab.node_names[s] for s in fab.top_switches]
         out = EngineOutput(
             finish_s=self.finish,
@@ -385,6 +349,25 @@ class FlowEngine:
         if self.record:
             out.tables.update(self._timeline_tables(tops))
         return out
+
+    def _path_column(self, conns: list[_Conn]) -> str:
+        """The flow's paths by name, or ``"N paths"`` past :data:`MAX_PATH_LABELS` (as the
+        packet engine writes it); a connection spread over more paths than that is counted,
+        not named, so a flow of several such connections shows the most any one of them
+        takes (a lower bound if they spread over different paths)."""
+        fab = self.fabric
+        labels: dict[str, None] = {}
+        unnamed = 0
+        for c in conns:
+            shares = c.shares
+            if shares is None:
+                continue
+            if shares.named:
+                labels.update(dict.fromkeys(fab.path_label(p) for p in shares.named))
+            else:
+                unnamed = max(unnamed, shares.paths)
+        n = max(len(labels), unnamed)
+        return f"{n} paths" if n > MAX_PATH_LABELS else ";".join(labels)
 
     def _timeline_tables(self, tops: list[str]) -> dict[str, pd.DataFrame]:
         names = np.array(self.fabric.link_names)

@@ -1,4 +1,4 @@
-"""Resolve a connection to weighted paths for the flow engine (the fluid view of spraying)."""
+"""Resolve a connection to its link shares for the flow engine (the fluid view of spraying)."""
 
 from __future__ import annotations
 
@@ -7,22 +7,26 @@ import numpy as np
 from fabricsim.config.models import Scenario
 from fabricsim.errors import EngineRefusal
 from fabricsim.lb.base import SPRAY_ALL
-from fabricsim.lb.spraying import OnePort, PortSet, WeightedPaths, spraying_type
-from fabricsim.routing.router import Path, Router
+from fabricsim.lb.spraying import OnePort, PortSet, spraying_type
+from fabricsim.routing.dag import LinkShares, PairDags
+from fabricsim.routing.router import Router
 
-__all__ = ["PathResolver", "WeightedPaths"]
+__all__ = ["LinkShares", "PathResolver"]
 
 
 class PathResolver:
-    """Weighted paths of a connection ``(src, dst, src_port)`` under the scenario's NIC and hash.
+    """Link shares of a connection ``(src, dst, src_port)`` under the scenario's NIC and hash.
 
     * the spraying type's fluid form (:class:`fabricsim.lb.spraying.FluidForm`) weighs the
       paths: ``none`` the one path the hash gives the source port, ``default`` its round-robin
-      ports' paths by port count, ``oblivious`` all 65,536 ports' paths by port count;
+      ports' paths by port count, ``oblivious`` all 65,536 ports' paths by port count (the
+      ports are split stage by stage: only paths some port takes are visited);
     * a type without a fluid form (``reps``: packet only) is not declared by the flow engine:
       :func:`fabricsim.experiments.engines.check_supported` refuses it before a run is built,
       with the type's ``packet_only`` reason; the check here only guards direct use;
-    * hash ``random``: an even split at every ECMP stage; ``SPRAY_ALL``: even over all paths.
+    * hash ``random``: an even split at every ECMP stage; ``SPRAY_ALL``: even over all paths;
+      both from the DAG of ECMP groups (:class:`fabricsim.routing.dag.PairDags`), without
+      enumerating the paths.
     """
 
     def __init__(self, sc: Scenario, router: Router) -> None:
@@ -37,7 +41,8 @@ class PathResolver:
             )
         self.fluid = strategy.fluid(sc.nic)
         self.default_ports = PortSet(sc.nic).ports  # the default type's ports (flows table)
-        self._cache: dict[tuple[int, int, int], WeightedPaths] = {}
+        self.dags = PairDags(router.fabric, sc.nic.rdma_data_mss + sc.nic.header_bytes)
+        self._cache: dict[tuple[int, int, int], LinkShares | None] = {}
 
     def first_entropy(self, src_port: int) -> int:
         """The entropy the flows table shows for a connection on ``src_port``."""
@@ -45,17 +50,17 @@ class PathResolver:
             return src_port
         return self.fluid.first_entropy(src_port) & 0xFFFF  # (a dst_qp rides above bit 16)
 
-    def resolve(self, src: int, dst: int, src_port: int) -> WeightedPaths | None:
-        """Weighted paths (weights sum to 1), or None if the connection cannot be routed."""
+    def resolve(self, src: int, dst: int, src_port: int) -> LinkShares | None:
+        """The connection's link shares, or None if it cannot be routed."""
         # a shared form differs only by the connection's destination QP (lb.qp_field dst_qp)
         key = (src, dst, src_port if self.fluid.per_connection else -2 - (src_port >> 16))
         if src_port == SPRAY_ALL:
             key = (src, dst, SPRAY_ALL)
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = self._compute(src, dst, src_port)
-            self._cache[key] = hit
-        return hit or None
+        try:
+            return self._cache[key]
+        except KeyError:
+            hit = self._cache[key] = self._compute(src, dst, src_port)
+            return hit
 
     def prefetch(self, src: np.ndarray, dst: np.ndarray, ports: np.ndarray) -> None:
         """Resolve many connections ahead, in one batch, where each takes the one path its
@@ -63,31 +68,15 @@ class PathResolver:
         if not (isinstance(self.fluid, OnePort) and self.router.deterministic) or not len(src):
             return
         paths = self.router.route_many(src, dst, ports)
+        of_paths = self.dags.of_paths
         for s, d, p, path in zip(src.tolist(), dst.tolist(), ports.tolist(), paths, strict=True):
             key = (s, d, p)
-            if key not in self._cache:  # the same list as _compute would give
-                self._cache[key] = [(path, 1.0)] if path is not None else []
+            if key not in self._cache:  # the same shares as _compute would give
+                self._cache[key] = of_paths([(path, 1.0)] if path is not None else [])
 
-    def _compute(self, src: int, dst: int, src_port: int) -> WeightedPaths:
-        fab = self.router.fabric
+    def _compute(self, src: int, dst: int, src_port: int) -> LinkShares | None:
         if src_port == SPRAY_ALL:
-            paths = fab.paths(src, dst)
-            return [(p, 1.0 / len(paths)) for p in paths]
+            return self.dags.shares(src, dst, even=True)
         if not self.router.deterministic:
-            return self._per_stage_split(src, dst)
-        return self.fluid.weights(self.router, src, dst, src_port)
-
-    def _per_stage_split(self, src: int, dst: int) -> WeightedPaths:
-        fab = self.router.fabric
-        out: WeightedPaths = []
-        first = int(fab.host_uplink[src])
-        stack: list[tuple[int, Path, float]] = [(int(fab.link_dst[first]), (first,), 1.0)]
-        while stack:
-            node, path, w = stack.pop()
-            if node == dst:
-                out.append((path, w))
-                continue
-            group = fab.ecmp_group(node, dst)
-            for link in group:
-                stack.append((int(fab.link_dst[link]), (*path, int(link)), w / len(group)))
-        return out
+            return self.dags.shares(src, dst, even=False)
+        return self.dags.of_paths(self.fluid.weights(self.router, src, dst, src_port))

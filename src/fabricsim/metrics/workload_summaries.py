@@ -23,6 +23,7 @@ from fabricsim.config.workloads import CollectiveWorkload
 from fabricsim.engine_api import wire_bytes_array
 from fabricsim.metrics.results import percentiles
 from fabricsim.metrics.summaries import RunContext, register_summarizer
+from fabricsim.routing.dag import PairDags
 from fabricsim.topology.fabric import Fabric
 from fabricsim.workloads.kv_cache import ttft_s
 from fabricsim.workloads.moe import host_rates_bps
@@ -89,15 +90,13 @@ def shortest_latency_s(
     """The smallest unloaded packet delay over the flows in ``mask`` (once per leaf pair), s."""
     lat = math.inf
     seen: set[tuple[int, int]] = set()
+    dags = PairDags(fabric, mss + hdr)  # perf: no path enumeration (k = 64: 1,024 per pair)
     for f in np.flatnonzero(mask):
         s, d = int(src[f]), int(dst[f])
         key = (int(fabric.host_leaf[s]), int(fabric.host_leaf[d]))
         if key not in seen:
             seen.add(key)
-            lat = min(
-                lat,
-                fabric.unloaded_latency_s(fabric.paths(s, d), mss + hdr, worst=False),
-            )
+            lat = min(lat, dags.shortest_s(s, d))
     return 0.0 if math.isinf(lat) else lat
 
 

@@ -61,6 +61,7 @@ from fabricsim.packetsim.core import (
 )
 from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_member_choices
 from fabricsim.rng import stream
+from fabricsim.routing.dag import MAX_PATH_LABELS
 from fabricsim.routing.router import Router
 from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import NIC, NVSWITCH, Fabric, label_nodes
@@ -76,7 +77,6 @@ from fabricsim.units import (
 )
 from fabricsim.workloads.base import FlowTable
 
-MAX_PATH_LABELS = 8
 MAX_TIME_PS = s_to_ps(MAX_TIME_S)
 """No simulated time goes past this (1e18 ps: inside int64, where the outputs keep times)."""
 

@@ -306,8 +306,15 @@ class Router:
             else:
                 h = switch_hash(crc[sel], self.method, int(self.salts[node]), tier)
                 members = (h % np.uint32(len(group))).astype(np.int64)
+            # perf: one stable sort splits the ports by member (not one mask per member);
+            # each part keeps the ports' order, as sel[members == m] would
+            # (members as uint16: numpy sorts them stably by radix, in linear time)
+            if len(group) <= 65536:
+                members = members.astype(np.uint16)
+            order = np.argsort(members, kind="stable")
+            parts = np.split(sel[order], np.searchsorted(members[order], np.arange(1, len(group))))
             for m in range(len(group) - 1, -1, -1):
-                chosen = sel[members == m]
+                chosen = parts[m]
                 if len(chosen):
                     link = int(group[m])
                     stack.append((int(fab.link_dst[link]), (*path, link), chosen))

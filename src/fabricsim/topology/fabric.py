@@ -385,12 +385,12 @@ class Fabric:
         >>> fab.unloaded_delay_ps(path, 4184) > fab.unloaded_delay_ps(path, 4184, first_hop=False)
         True
         """
-        delay, serial = self._hop_ps(packet_bytes)
+        delay, serial = self.hop_ps(packet_bytes)
         links = list(links)
         total = sum(delay[link] for link in links)
         return total + sum(serial[link] for link in (links if first_hop else links[1:]))
 
-    def _hop_ps(self, packet_bytes: int) -> tuple[list[int], list[int]]:
+    def hop_ps(self, packet_bytes: int) -> tuple[list[int], list[int]]:
         """Per link: propagation and one packet's serialization, whole picoseconds (as lists
         of Python ints, computed once per packet size: perf, the flow engine asks per path)."""
         hit = self._hop_cache.get(packet_bytes)
