@@ -161,10 +161,14 @@ class FlowEngine:
         shares = conn.shares
         if shares is None:
             return
-        active, peak = self.top_active, self.top_peak
-        for i in shares.tops:
-            active[i] += delta
-            peak[i] = max(peak[i], active[i])
+        active, peak, tops = self.top_active, self.top_peak, shares.tops
+        if isinstance(tops, np.ndarray):  # many (distinct): one array update
+            active[tops] += delta
+            peak[tops] = np.maximum(peak[tops], active[tops])
+        else:
+            for i in tops:
+                active[i] += delta
+                peak[i] = max(peak[i], active[i])
         if self.record:
             self.tl_tops.append((self.now, active.copy()))
 

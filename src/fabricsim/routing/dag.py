@@ -21,6 +21,7 @@ so one DAG serves every host pair of a (first switch, leaf) pair and is cached (
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +45,8 @@ class LinkShares:
     coefs: np.ndarray  # the connection's share on each (float64; 1.0 on a link every path takes)
     paths: int  # how many paths carry it
     named: tuple[tuple[int, ...], ...]  # the paths, when at most MAX_PATH_LABELS (else empty)
-    tops: tuple[int, ...]  # indices into fabric.top_switches of the top switches it crosses
+    tops: Sequence[int]  # indices into fabric.top_switches of the top switches it crosses
+    # (distinct; an int64 array past _MANY_TOPS, else a tuple: perf, see _tops)
     worst_ps: int  # the slowest path's unloaded pipeline delay (Fabric.unloaded_delay_ps,
     best_ps: int  # first_hop=False) and the fastest's, for the packet size of PairDags
 
@@ -56,9 +58,21 @@ class _Dag:
     links: np.ndarray
     coefs: np.ndarray
     paths: int  # how many paths reach the leaf
-    tops: tuple[int, ...]
+    tops: Sequence[int]
     worst_ps: int
     best_ps: int
+
+
+_MANY_TOPS = 16
+
+
+def _tops(indices: list[int]) -> Sequence[int]:
+    """A connection's top-switch indices: a tuple (a short Python loop per change is
+    cheapest) or, past ``_MANY_TOPS``, an array (one array update per change: a k = 32
+    ``ideal_spray`` connection crosses 288 top switches)."""
+    if len(indices) > _MANY_TOPS:
+        return np.array(indices, dtype=np.int64)
+    return tuple(indices)
 
 
 class PairDags:
@@ -193,7 +207,7 @@ class PairDags:
             np.array(links, dtype=np.int64),
             np.array(coefs, dtype=np.float64),
             count[v0],
-            tuple(self.top_index[n] for n in nodes if n in self.top_index),
+            _tops([self.top_index[n] for n in nodes if n in self.top_index]),
             worst[v0],
             best[v0],
         )
@@ -229,7 +243,7 @@ class PairDags:
             np.fromiter(use.values(), dtype=np.float64, count=len(use)),
             count,
             tuple(p for p, _ in weighted) if count <= MAX_PATH_LABELS else (),
-            tuple(self.top_index[n] for n in nodes if n in self.top_index),
+            _tops([self.top_index[n] for n in nodes if n in self.top_index]),
             worst,
             best,
         )
