@@ -45,7 +45,9 @@ class LinkShares:
     coefs: np.ndarray  # the connection's share on each (float64; 1.0 on a link every path takes)
     paths: int  # how many paths carry it
     named: tuple[tuple[int, ...], ...]  # the paths, when at most MAX_PATH_LABELS (else empty)
-    tops: Sequence[int]  # indices into fabric.top_switches of the top switches it crosses
+    tops: (
+        Sequence[int] | np.ndarray
+    )  # indices into fabric.top_switches of the top switches it crosses
     # (distinct; an int64 array past _MANY_TOPS, else a tuple: perf, see _tops)
     worst_ps: int  # the slowest path's unloaded pipeline delay (Fabric.unloaded_delay_ps,
     best_ps: int  # first_hop=False) and the fastest's, for the packet size of PairDags
@@ -58,7 +60,7 @@ class _Dag:
     links: np.ndarray
     coefs: np.ndarray
     paths: int  # how many paths reach the leaf
-    tops: Sequence[int]
+    tops: Sequence[int] | np.ndarray
     worst_ps: int
     best_ps: int
 
@@ -66,7 +68,7 @@ class _Dag:
 _MANY_TOPS = 16
 
 
-def _tops(indices: list[int]) -> Sequence[int]:
+def _tops(indices: list[int]) -> Sequence[int] | np.ndarray:
     """A connection's top-switch indices: a tuple (a short Python loop per change is
     cheapest) or, past ``_MANY_TOPS``, an array (one array update per change: a k = 32
     ``ideal_spray`` connection crosses 288 top switches)."""
