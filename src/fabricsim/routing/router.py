@@ -312,9 +312,10 @@ class Router:
             if len(group) <= 65536:
                 members = members.astype(np.uint16)
             order = np.argsort(members, kind="stable")
-            parts = np.split(sel[order], np.searchsorted(members[order], np.arange(1, len(group))))
+            cuts = np.searchsorted(members[order], np.arange(len(group) + 1)).tolist()
+            by_member = sel[order]
             for m in range(len(group) - 1, -1, -1):
-                chosen = parts[m]
+                chosen = by_member[cuts[m] : cuts[m + 1]]
                 if len(chosen):
                     link = int(group[m])
                     stack.append((int(fab.link_dst[link]), (*path, link), chosen))
