@@ -4,7 +4,8 @@ Flows: uniform random host pairs, 1-64 MB sizes (log-uniform), Poisson arrivals 
 load of about 40 % of the hosts' NIC capacity, per-flow ECMP.  Prints wall time, events and
 flow events per second, for both solvers (``engine.flow_solver``), with their speed ratio and
 the largest relative FCT difference.  Run:
-``python benchmarks/bench_flow.py [--flows N] [--k K] [--solver both|incremental|reference]``.
+``python benchmarks/bench_flow.py [--flows N] [--k K] [--solver both|incremental|reference]
+[--policy ideal_spray] [--spray default|oblivious]`` (the multipath fluid forms).
 """
 
 from __future__ import annotations
@@ -34,7 +35,12 @@ def make_trace(path: Path, flows: int, hosts: int, rate_gbps: float, load: float
 
 
 def run_one(
-    trace: Path, k: int, solver: str, time_limit_s: float | None = None
+    trace: Path,
+    k: int,
+    solver: str,
+    time_limit_s: float | None = None,
+    policy: str = "ecmp",
+    spray: str = "none",
 ) -> tuple[fabricsim.Result, float]:
     engine: dict[str, object] = {"flow_solver": solver}
     if time_limit_s is not None:
@@ -44,7 +50,8 @@ def run_one(
             "name": "bench-flow",
             "topology": {"kind": "fat_tree", "k": k, "link_gbps": 100},
             "workload": {"kind": "trace", "path": str(trace)},
-            "nic": {"packet_spraying_type": "none"},
+            "nic": {"packet_spraying_type": spray},
+            "lb": {"policy": policy},
             "engine": engine,
         }
     )
@@ -71,6 +78,10 @@ def main() -> None:
         help="simulate only this many seconds (both solvers): a prefix of a run too long for "
         "the reference; flows unfinished at the limit are compared as unfinished",
     )
+    ap.add_argument("--policy", default="ecmp", help="lb.policy (e.g. ideal_spray)")
+    ap.add_argument(
+        "--spray", default="none", help="nic.packet_spraying_type: none, default, oblivious"
+    )
     args = ap.parse_args()
     hosts = args.k**3 // 4
     solvers = ["incremental", "reference"] if args.solver == "both" else [args.solver]
@@ -79,7 +90,7 @@ def main() -> None:
         trace = Path(tmp) / "flows.csv"
         make_trace(trace, args.flows, hosts, 100.0, args.load)
         for solver in solvers:
-            res, wall = run_one(trace, args.k, solver, args.time_limit)
+            res, wall = run_one(trace, args.k, solver, args.time_limit, args.policy, args.spray)
             results[solver] = res
             s, tm = res.summary, res.timing
             print(f"[{solver}] hosts={hosts} flows={args.flows} completed={s['flows_completed']}")
