@@ -9,6 +9,18 @@ Examples
 True
 """
 
+import os as _os
+import sys as _sys
+
+if "numpy" not in _sys.modules:
+    # perf: OpenBLAS (numpy's BLAS) starts its worker threads when numpy is imported and each
+    # busy-waits 2^28 cycles (~0.1 s of a core) for work before it sleeps; fabricsim gives it
+    # none on its start-up path, and on a busy 2-core machine that spinning took 55-70 ms of
+    # CPU from every run.  The timeout only sets how long an idle worker spins before it
+    # sleeps (2^4 cycles here): the number of threads, and so every BLAS result, is
+    # unchanged.  A value the user set is kept.
+    _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
 from fabricsim import _core_build
 
 _core_build.install()  # before anything imports a compiled module (FABRICSIM_PURE, stale builds)
