@@ -45,24 +45,11 @@ class LinkShares:
     coefs: np.ndarray  # the connection's share on each (float64; 1.0 on a link every path takes)
     paths: int  # how many paths carry it
     named: tuple[tuple[int, ...], ...]  # the paths, when at most MAX_PATH_LABELS (else empty)
-    tops: (
-        Sequence[int] | np.ndarray
-    )  # indices into fabric.top_switches of the top switches it crosses
-    # (distinct; an int64 array past _MANY_TOPS, else a tuple: perf, see _tops)
+    # indices into fabric.top_switches of the top switches it crosses (distinct; an int64
+    # array past _MANY_TOPS, else a tuple: perf, see _tops)
+    tops: Sequence[int] | np.ndarray
     worst_ps: int  # the slowest path's unloaded pipeline delay (Fabric.unloaded_delay_ps,
     best_ps: int  # first_hop=False) and the fastest's, for the packet size of PairDags
-
-
-@dataclass(frozen=True, slots=True)
-class _Dag:
-    """The shares of the part below a first switch ``v0`` toward a leaf (the sink)."""
-
-    links: np.ndarray
-    coefs: np.ndarray
-    paths: int  # how many paths reach the leaf
-    tops: Sequence[int] | np.ndarray
-    worst_ps: int
-    best_ps: int
 
 
 _MANY_TOPS = 16
@@ -98,7 +85,8 @@ class PairDags:
         delay, serial = fabric.hop_ps(packet_bytes)
         self._delay = delay
         self._hop = [d + s for d, s in zip(delay, serial, strict=True)]  # delay + serialization
-        self._dags: dict[tuple[int, int, bool], _Dag] = {}
+        # the part below a first switch toward a leaf (its sink), without the pair's own links
+        self._dags: dict[tuple[int, int, bool], LinkShares] = {}
         self.top_index = {int(s): i for i, s in enumerate(fabric.top_switches)}
 
     def shares(self, src: int, dst: int, *, even: bool) -> LinkShares | None:
@@ -135,7 +123,7 @@ class PairDags:
             self._delay[first] + dag.best_ps + tail,
         )
 
-    def _dag(self, v0: int, leaf: int, dst: int, even: bool) -> _Dag:
+    def _dag(self, v0: int, leaf: int, dst: int, even: bool) -> LinkShares:
         """From ``v0`` down the ECMP groups to ``leaf``, then two passes over the nodes in
         topological order (a depth-first post-order: ECMP forwarding has no loops)."""
         fab = self.fabric
@@ -185,7 +173,7 @@ class PairDags:
         total = reach.get(v0, 0.0)
         if total <= 0.0:
             empty = np.empty(0, dtype=np.int64)
-            return _Dag(empty, np.empty(0), 0, (), 0, 0)
+            return LinkShares(empty, np.empty(0), 0, (), (), 0, 0)
         ahead: dict[int, float] = {v0: 1.0}  # F: paths (share) from v0 to a node
         links: list[int] = []
         coefs: list[float] = []
@@ -205,10 +193,11 @@ class PairDags:
                     coefs.append(fw * rv / total if even else fw * rv)
         if leaf != v0:
             nodes.append(leaf)
-        return _Dag(
+        return LinkShares(
             np.array(links, dtype=np.int64),
             np.array(coefs, dtype=np.float64),
             count[v0],
+            (),
             _tops([self.top_index[n] for n in nodes if n in self.top_index]),
             worst[v0],
             best[v0],
