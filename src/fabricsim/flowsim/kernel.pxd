@@ -8,13 +8,15 @@ cdef double _EPS, _DONE_S, _INF
 cdef class MaxMinKernel:
     cdef public long long nlinks, pool_top, nl, epoch, lepoch, nlast, nchanged, cepoch
     cdef public long long hsize, nactive, nseed, solves, global_solves, width, nslots
-    cdef public long long set_total, fill_rounds
+    cdef public long long set_total, fill_rounds, depoch
     cdef public double fallback
     cdef public double[:] capacity, tol, link_bytes, lrem, ldem, ht
     cdef public double[:] cap, rate, rtry, remaining, t_upd
     cdef public long long[:] lstart, llen, lcap, pool_slot, pool_col, lmark, lbuf
     cdef public long long[:] changed, cmark, hs, hv
     cdef public long long[:] deg, bneck, version, smark, sbuf, seed
+    cdef public long long[:] abuf, satb, mfirst, mcnt, mslot, dmark, cbuf, fbuf
+    cdef public double[:] mcoef
     cdef public signed char[:] active, frozen
     cdef public long long[:, :] links, pos
     cdef public double[:, :] coef
@@ -72,8 +74,18 @@ cdef class MaxMinKernel:
     cdef _touch(self, long long n)
     @cython.locals(k=cython.longlong, link=cython.longlong, used=cython.double,
                    start=cython.longlong, p=cython.longlong, s=cython.longlong,
-                   live=cython.longlong, c=cython.longlong, step=cython.double)
+                   live=cython.longlong, c=cython.longlong, step=cython.double,
+                   nc=cython.longlong, na=cython.longlong, cp=cython.longlong,
+                   level=cython.double, nf=cython.longlong, b=cython.longlong,
+                   f=cython.longlong, kept=cython.longlong, ns=cython.longlong,
+                   integral=cython.bint)
     cdef _waterfill(self, long long n, long long ep)
+    @cython.locals(total=cython.longlong, k=cython.longlong, s=cython.longlong,
+                   c=cython.longlong, at=cython.longlong, link=cython.longlong,
+                   p=cython.longlong, integral=cython.bint, a=cython.double)
+    cdef bint _list_members(self, long long n)
+    @cython.locals(d=cython.double, start=cython.longlong, p=cython.longlong)
+    cdef _demand(self, long long link)
     @cython.locals(grown=cython.longlong, k=cython.longlong, link=cython.longlong,
                    start=cython.longlong, stop=cython.longlong, used=cython.double,
                    max_s=cython.double, min_b=cython.double, others=cython.bint,

@@ -103,6 +103,14 @@ class MaxMinKernel:
         self.ldem = np.zeros(self.nlinks)
         self.lbuf = np.zeros(self.nlinks, dtype=np.int64)
         self.nl = 0
+        self.abuf = np.zeros(self.nlinks, dtype=np.int64)  # water-filling: links with demand
+        self.satb = np.zeros(self.nlinks, dtype=np.int64)  # water-filling: saturated this round
+        self.mfirst = np.zeros(self.nlinks, dtype=np.int64)  # a link's members in mslot/mcoef
+        self.mcnt = np.zeros(self.nlinks, dtype=np.int64)
+        self.mslot = np.zeros(1024, dtype=np.int64)
+        self.mcoef = np.zeros(1024)
+        self.dmark = np.zeros(self.nlinks, dtype=np.int64)  # == depoch: demand summed again
+        self.depoch = 0
         self.epoch = 0  # settle() passes: smark == epoch marks the set
         self.lepoch = 0  # water-fill passes: lmark == lepoch marks the set's links
         self.nlast = 0
@@ -140,6 +148,8 @@ class MaxMinKernel:
         self.smark: np.ndarray = np.zeros(0, dtype=i64)  # == epoch: in settle()'s set
         self.frozen: np.ndarray = np.zeros(0, dtype=i8)  # water-filling: rate fixed
         self.sbuf: np.ndarray = np.zeros(0, dtype=i64)  # settle()'s set
+        self.cbuf: np.ndarray = np.zeros(0, dtype=i64)  # water-filling: capped members by cap
+        self.fbuf: np.ndarray = np.zeros(0, dtype=i64)  # water-filling: stopped this round
         self.seed: np.ndarray = np.zeros(0, dtype=i64)  # slots added or rerouted since settle()
         self.free: list[int] = []
         self._alloc(64, 8)
@@ -167,6 +177,8 @@ class MaxMinKernel:
         self.smark = _grown(self.smark, slots, 0)
         self.frozen = _grown(self.frozen, slots, 0)
         self.sbuf = _grown(self.sbuf, slots, 0)
+        self.cbuf = _grown(self.cbuf, slots, 0)
+        self.fbuf = _grown(self.fbuf, slots, 0)
         self.seed = _grown(self.seed, slots, 0)
         if width == w_old:  # more slots: the new ones go on the free list, highest first
             self.free = list(range(slots - 1, old - 1, -1)) + self.free
@@ -462,8 +474,15 @@ class MaxMinKernel:
     def _waterfill(self, n: int, ep: int) -> None:
         """Progressive filling of ``sbuf[:n]`` on what the other connections leave.
 
-        Sets ``rtry`` (the new rates) and ``bneck`` of the set's members."""
+        Sets ``rtry`` (the new rates) and ``bneck`` of the set's members.  Every member still
+        rising has the same rate (``level``: they all start from 0 and rise by the same steps),
+        so a round costs the links with demand left, not the members times their links: each
+        link lists its members once (in set order), a link's demand is summed again only when
+        one of its members stops, and a member stops when a link it crosses saturates or
+        ``level`` reaches its cap (the capped members are visited in the order of their caps).
+        The sums and comparisons are the ones of filling member by member, in the same order."""
         self._touch(n)
+        integral = self._list_members(n)
         for k in range(self.nl):  # residual capacity: the links' capacity minus the others' use
             link = self.lbuf[k]
             used = 0.0
@@ -474,6 +493,7 @@ class MaxMinKernel:
                     used += self.coef[s, self.pool_col[p]] * self.rate[s]
             self.lrem[link] = max(self.capacity[link] - used, 0.0)
         live = 0
+        nc = 0
         for k in range(n):
             s = self.sbuf[k]
             self.rtry[s] = 0.0
@@ -490,20 +510,30 @@ class MaxMinKernel:
                     break
             if not self.frozen[s]:
                 live += 1
+                if self.cap[s] < _INF:
+                    self.cbuf[nc] = s
+                    nc += 1
+        if nc > 1:  # the capped members by cap (stable: ties in set order)
+            capped = np.asarray(self.cbuf)[:nc]
+            capped[:] = capped[np.argsort(np.asarray(self.cap)[capped], kind="stable")]
+        na = 0
+        for k in range(self.nl):  # the links with demand: abuf[:na]
+            link = self.lbuf[k]
+            self._demand(link)
+            if self.ldem[link] > 0:
+                self.abuf[na] = link
+                na += 1
+        cp = 0
+        level = 0.0
         while live:
-            for k in range(self.nl):
-                self.ldem[self.lbuf[k]] = 0.0
             step = _INF
-            for k in range(n):
-                s = self.sbuf[k]
-                if not self.frozen[s]:
-                    step = min(step, self.cap[s] - self.rtry[s])
-                    for c in range(self.deg[s]):
-                        self.ldem[self.links[s, c]] += self.coef[s, c]
-            for k in range(self.nl):
-                link = self.lbuf[k]
-                if self.ldem[link] > 0:
-                    step = min(step, self.lrem[link] / self.ldem[link])
+            while cp < nc and self.frozen[self.cbuf[cp]]:
+                cp += 1
+            if cp < nc:
+                step = self.cap[self.cbuf[cp]] - level
+            for k in range(na):
+                link = self.abuf[k]
+                step = min(step, self.lrem[link] / self.ldem[link])
             if step == _INF:  # no link and no cap: cannot happen for a routed connection
                 for k in range(n):
                     s = self.sbuf[k]
@@ -514,31 +544,110 @@ class MaxMinKernel:
                 break
             step = max(step, 0.0)
             self.fill_rounds += 1
-            for k in range(self.nl):
-                link = self.lbuf[k]
-                if self.ldem[link] > 0:
-                    self.lrem[link] -= step * self.ldem[link]
-            for k in range(n):
-                s = self.sbuf[k]
-                if self.frozen[s]:
-                    continue
-                self.rtry[s] += step
-                if self.rtry[s] >= self.cap[s] * (1 - _EPS):
+            ns = 0  # the links saturated by this step: satb[:ns]
+            for k in range(na):
+                link = self.abuf[k]
+                self.lrem[link] -= step * self.ldem[link]
+                if self.lrem[link] <= self.tol[link]:
+                    self.satb[ns] = link
+                    ns += 1
+            level += step
+            nf = 0  # the members that stop this round: fbuf[:nf]
+            while cp < nc:
+                s = self.cbuf[cp]
+                if not self.frozen[s]:
+                    if level < self.cap[s] * (1 - _EPS):
+                        break
+                    self.rtry[s] = level
                     self.frozen[s] = 1
                     self.bneck[s] = _CAP
-                    live -= 1
-                    continue
+                    self.fbuf[nf] = s
+                    nf += 1
+                cp += 1
+            for k in range(ns):
+                link = self.satb[k]
+                start = self.mfirst[link]
+                for p in range(start, start + self.mcnt[link]):
+                    s = self.mslot[p]
+                    if self.frozen[s]:
+                        continue
+                    self.rtry[s] = level
+                    self.frozen[s] = 1
+                    self.fbuf[nf] = s
+                    nf += 1
+                    for c in range(self.deg[s]):  # its first saturated link, in its own order
+                        b = self.links[s, c]
+                        if self.lrem[b] <= self.tol[b]:
+                            self.bneck[s] = b
+                            break
+            live -= nf
+            for k in range(ns):
+                self.lrem[self.satb[k]] = 0.0
+            if nf == 0:
+                continue
+            self.depoch += 1
+            for f in range(nf):
+                s = self.fbuf[f]
                 for c in range(self.deg[s]):
                     link = self.links[s, c]
-                    if self.lrem[link] <= self.tol[link]:
-                        self.frozen[s] = 1
-                        self.bneck[s] = link
-                        live -= 1
-                        break
-            for k in range(self.nl):
-                link = self.lbuf[k]
-                if self.ldem[link] > 0 and self.lrem[link] <= self.tol[link]:
-                    self.lrem[link] = 0.0
+                    if self.dmark[link] == self.depoch:
+                        continue
+                    if integral:  # perf: whole coefficients: subtracting is exact
+                        self.ldem[link] -= self.coef[s, c]
+                    else:
+                        self.dmark[link] = self.depoch
+                        self._demand(link)
+            kept = 0
+            for k in range(na):
+                link = self.abuf[k]
+                if self.ldem[link] > 0:
+                    self.abuf[kept] = link
+                    kept += 1
+            na = kept
+
+    def _list_members(self, n: int) -> bool:
+        """Each link of ``lbuf[:nl]`` lists the set's members on it, in set order:
+        ``mslot``/``mcoef`` from ``mfirst[link]``, ``mcnt[link]`` entries.  Returns whether
+        every coefficient is a whole number (then every sum of them is exact)."""
+        total = 0
+        integral = True
+        for k in range(self.nl):
+            self.mcnt[self.lbuf[k]] = 0
+        for k in range(n):
+            s = self.sbuf[k]
+            for c in range(self.deg[s]):
+                self.mcnt[self.links[s, c]] += 1
+            total += self.deg[s]
+        if total > len(self.mslot):
+            self.mslot = np.zeros(2 * total, dtype=np.int64)
+            self.mcoef = np.zeros(2 * total)
+        at = 0
+        for k in range(self.nl):
+            link = self.lbuf[k]
+            self.mfirst[link] = at
+            at += self.mcnt[link]
+            self.mcnt[link] = 0
+        for k in range(n):
+            s = self.sbuf[k]
+            for c in range(self.deg[s]):
+                link = self.links[s, c]
+                p = self.mfirst[link] + self.mcnt[link]
+                a = self.coef[s, c]
+                self.mslot[p] = s
+                self.mcoef[p] = a
+                self.mcnt[link] += 1
+                if a % 1.0 != 0.0:
+                    integral = False
+        return integral
+
+    def _demand(self, link: int) -> None:
+        """``ldem[link]``: the coefficients of its members still rising, summed in set order."""
+        d = 0.0
+        start = self.mfirst[link]
+        for p in range(start, start + self.mcnt[link]):
+            if not self.frozen[self.mslot[p]]:
+                d += self.mcoef[p]
+        self.ldem[link] = d
 
     def _check(self, n: int, ep: int) -> int:
         """Add to ``sbuf`` the connections outside it whose bottleneck the new rates break;
