@@ -98,3 +98,5 @@ cdef class MaxMinKernel:
     @cython.locals(used=cython.double, start=cython.longlong, p=cython.longlong,
                    s=cython.longlong)
     cpdef double link_load_bps(self, long long link)
+    @cython.locals(i=cython.Py_ssize_t)
+    cdef _loads(self, long long[:] links, double[:] out)

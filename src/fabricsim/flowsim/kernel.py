@@ -716,7 +716,13 @@ class MaxMinKernel:
             links = np.arange(self.nlinks)
         else:
             links = np.unique(np.concatenate([self.lbuf[: self.nl], self.changed[: self.nlast]]))
-        return links, np.array([self.link_load_bps(int(link)) for link in links])
+        load = np.zeros(len(links))
+        self._loads(links, load)
+        return links, load
+
+    def _loads(self, links: np.ndarray, out: np.ndarray) -> None:
+        for i in range(len(links)):
+            out[i] = self.link_load_bps(links[i])
 
     def link_load_bps(self, link: int) -> float:
         """Bits/s the active connections put on ``link``."""
