@@ -128,9 +128,11 @@ def _interval(x: np.ndarray) -> tuple[float, float]:
     n = len(x)
     if n < 2:
         return math.nan, math.nan
-    from scipy import stats  # scipy.stats only when an interval is computed
+    # perf: scipy.special, only when an interval is computed (stdtrit is what stats.t.ppf
+    # evaluates; importing scipy.stats costs 0.9 s, scipy.special 0.3 s)
+    from scipy import special
 
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * np.std(x, ddof=1) / math.sqrt(n))
+    half = float(special.stdtrit(n - 1, 0.5 + CONFIDENCE / 2) * np.std(x, ddof=1) / math.sqrt(n))
     m = float(np.mean(x))
     return m - half, m + half
 

@@ -118,10 +118,10 @@ def vs_load_png(
 
 def _t_half_width(std: np.ndarray, count: np.ndarray) -> np.ndarray:
     """Half width of the 95 % Student-t interval of a mean (NaN below two samples)."""
-    from scipy import stats
+    from scipy import special  # perf: stats.t.ppf's own function, without scipy.stats (0.9 s)
 
     n = np.maximum(count, 2)
-    half = stats.t.ppf(0.975, n - 1) * std / np.sqrt(n)
+    half = special.stdtrit(n - 1, 0.975) * std / np.sqrt(n)
     return np.where(count >= 2, half, np.nan)
 
 
