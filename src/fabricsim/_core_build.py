@@ -25,6 +25,7 @@ COMPILED = (
     "fabricsim.nic.nic",
     "fabricsim.packetsim.forwarding",
     "fabricsim.flowsim.kernel",
+    "fabricsim.flowsim.engine",
 )
 """Modules compiled by the build (their ``.pxd`` declares the C types)."""
 

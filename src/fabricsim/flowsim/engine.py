@@ -6,6 +6,11 @@ by one of two solvers with one interface (``engine.flow_solver``): the increment
 bytes lazily) or the reference (:mod:`fabricsim.flowsim.reference`: re-solves everything and
 moves every connection's bytes at every step; the oracle of the tests).  This module is the
 part both share: arrivals, dependencies, policy callbacks, completions and the output.
+
+The event loop is compiled with the kernel (``engine.pxd`` types the engine, its connections
+and the arrays the loop touches); what stays Python-speed is what calls out: the policy
+(``connections``, ``on_finish``, timers, reroutes), path resolution and dependent release.
+A compiled engine's methods are overridden in a subclass, not patched on the class.
 """
 
 from __future__ import annotations
@@ -13,8 +18,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -31,22 +35,25 @@ from fabricsim.topology.fabric import Fabric
 from fabricsim.units import ps_to_s
 from fabricsim.workloads.base import FlowTable
 
-_ARRIVAL, _TIMER = 0, 1
+_ARRIVAL = 0
+_TIMER = 1
 
 FALLBACK = 0.5
 """The incremental kernel re-solves every connection once an event's set passes this share."""
 
 
-@dataclass(slots=True)
 class _Conn:
-    flow: int
-    index: int
-    wire: float
-    shares: LinkShares | None  # None: the connection cannot be routed
-    slot: int = -1
-    done_s: float = math.nan
-    cap: float = math.inf
-    delivered: float = 0.0  # wire bytes, set when the connection completes
+    """One connection of a flow (typed fields when compiled: ``engine.pxd``)."""
+
+    def __init__(self, flow: int, index: int, wire: float, shares: LinkShares | None) -> None:
+        self.flow = flow
+        self.index = index
+        self.wire = wire
+        self.shares = shares  # None: the connection cannot be routed
+        self.slot = -1
+        self.done_s = math.nan
+        self.cap = math.inf
+        self.delivered = 0.0  # wire bytes, set when the connection completes
 
 
 class FlowEngine:
@@ -77,15 +84,16 @@ class FlowEngine:
         self.events = 0
         self.heap: list[tuple[float, int, int, object]] = []
         self.seq = 0
-        self.conns: list[list[_Conn]] = [[] for _ in range(n)]
+        # perf: a list per flow only once it arrives (no 10^5 empty lists for the collector)
+        self.conns: list[Sequence[_Conn]] = [()] * n
         self.pending_conns = np.zeros(n, dtype=np.int64)
         self.finish = np.full(n, np.nan)
         self.started = np.full(n, np.nan)
         self.entropy = np.full(n, -1, dtype=np.int64)
         self.labels = [""] * n
         self.waiting_deps = np.zeros(n, dtype=np.int64)
-        self.dependents: list[list[int]] = [[] for _ in range(n)]
-        self.deps: list[list[int]] = []
+        self.dependents: list[Sequence[int]] = [()] * n  # lists in run(), if any depend
+        self.deps: list[Sequence[int]] = []
         self.top_active = np.zeros(len(fabric.top_switches), dtype=np.int64)
         self.top_peak = np.zeros(len(fabric.top_switches), dtype=np.int64)
         self.record = sc.records.timelines
@@ -95,6 +103,14 @@ class FlowEngine:
         self.dirty = False
         self.conns_started = 0
         self.stalled = False  # the loop's backstop ended the run (see _max_passes)
+        # perf: typed views of the arrays the event loop reads and writes (compiled build)
+        self._src = np.ascontiguousarray(flows.src, dtype=np.int64)
+        self._dst = np.ascontiguousarray(flows.dst, dtype=np.int64)
+        self._start = np.ascontiguousarray(flows.start_s, dtype=np.float64)
+        self._pending = self.pending_conns
+        self._waiting = self.waiting_deps
+        self._act, self._peak = self.top_active, self.top_peak
+        self._uplink = np.ascontiguousarray(fabric.host_uplink, dtype=np.int64)
 
     # -- engine hooks for dynamic policies -------------------------------------------------
     def now_s(self) -> float:
@@ -123,20 +139,21 @@ class FlowEngine:
         self.seq += 1
 
     def _arrive(self, flow: int) -> None:
-        f = self.flows
-        src, dst = int(f.src[flow]), int(f.dst[flow])
+        src, dst = self._src[flow], self._dst[flow]
         self.started[flow] = self.now
         conns = self.policy.connections(flow)
-        self.pending_conns[flow] = len(conns)
+        self._pending[flow] = len(conns)
         self.conns_started += len(conns)
         first = conns[0].src_port
         if first != SPRAY_ALL and self.resolver.spray == "default":
             first = int(self.resolver.default_ports[0])
         self.entropy[flow] = first
+        mine: list[_Conn] = []
+        self.conns[flow] = mine
         for i, c in enumerate(conns):
             shares = self.resolver.resolve(src, dst, c.src_port)
             conn = _Conn(flow, i, float(wire_bytes(c.size_bytes, self.mss, self.hdr)), shares)
-            self.conns[flow].append(conn)
+            mine.append(conn)
             self._activate(conn, c.rate_cap_bps)
         self.dirty = True
 
@@ -153,7 +170,7 @@ class FlowEngine:
         progresses)."""
         shares = conn.shares
         if shares is None:
-            up = np.array([self.fabric.host_uplink[self.flows.src[conn.flow]]], dtype=np.int64)
+            up = np.array([self._uplink[self._src[conn.flow]]], dtype=np.int64)
             return up, np.ones(1), 0.0
         return shares.links, shares.coefs, conn.cap
 
@@ -166,9 +183,11 @@ class FlowEngine:
             active[tops] += delta
             peak[tops] = np.maximum(peak[tops], active[tops])
         else:
+            act, top = self._act, self._peak
             for i in tops:
-                active[i] += delta
-                peak[i] = max(peak[i], active[i])
+                act[i] += delta
+                if act[i] > top[i]:
+                    top[i] = act[i]
         if self.record:
             self.tl_tops.append((self.now, active.copy()))
 
@@ -183,15 +202,20 @@ class FlowEngine:
         conn.slot = -1
         self._top_count(conn, -1)
         flow = conn.flow
-        self.pending_conns[flow] -= 1
-        if self.pending_conns[flow] == 0:
-            self.finish[flow] = max(c.done_s for c in self.conns[flow])
+        self._pending[flow] -= 1
+        if self._pending[flow] == 0:
+            done = -math.inf
+            for c in self.conns[flow]:
+                done = max(done, c.done_s)
+            self.finish[flow] = done
             self.policy.on_finish(flow)
             for nxt in self.dependents[flow]:
-                self.waiting_deps[nxt] -= 1
-                if self.waiting_deps[nxt] == 0:
-                    ready = max(float(self.finish[d]) for d in self.deps[nxt])
-                    self._push(max(float(self.flows.start_s[nxt]), ready), _ARRIVAL, nxt)
+                self._waiting[nxt] -= 1
+                if self._waiting[nxt] == 0:
+                    ready = -math.inf
+                    for d in self.deps[nxt]:
+                        ready = max(ready, float(self.finish[d]))
+                    self._push(max(self._start[nxt], ready), _ARRIVAL, nxt)
         self.dirty = True
 
     def _recompute(self) -> None:
@@ -213,22 +237,27 @@ class FlowEngine:
     def run(self) -> EngineOutput:
         wall0 = time.perf_counter()
         f = self.flows
-        deps = self.deps = f.depends_on or [[] for _ in range(len(f))]
-        for flow, dep in enumerate(deps):
-            self.waiting_deps[flow] = len(dep)
-            for d in dep:
-                self.dependents[d].append(flow)
-            if not dep:
-                self._push(float(f.start_s[flow]), _ARRIVAL, flow)
-        ports = self.policy.known_ports()
-        if ports is not None:  # perf: every flow's path in one batch
-            self.resolver.prefetch(f.src, f.dst, ports)
-        limit = self._time_limit()
+        # perf: set-up, loop and output make 10^5-10^6 objects and no cycles worth collecting
         with collector_paused():
+            deps: list[Sequence[int]] = [()] * len(f)
+            if f.depends_on:
+                deps = list(f.depends_on)
+                self.dependents = [[] for _ in range(len(f))]
+            self.deps = deps
+            for flow, dep in enumerate(deps):
+                self.waiting_deps[flow] = len(dep)
+                for d in dep:
+                    self.dependents[d].append(flow)  # type: ignore[attr-defined]
+                if not dep:
+                    self._push(float(f.start_s[flow]), _ARRIVAL, flow)
+            ports = self.policy.known_ports()
+            if ports is not None:  # perf: every flow's path in one batch
+                self.resolver.prefetch(f.src, f.dst, ports)
+            limit = self._time_limit()
             self._loop(limit)
-        if self.progress is not None:
-            self.progress(self.now)
-        return self._output(time.perf_counter() - wall0, limit)
+            if self.progress is not None:
+                self.progress(self.now)
+            return self._output(time.perf_counter() - wall0, limit)
 
     def _loop(self, limit: float) -> None:
         stuck = False  # the last pass changed nothing: time must move on by at least one step
@@ -246,7 +275,7 @@ class FlowEngine:
             if stuck:  # now + dt == now in floating point: step to the next representable time
                 t = min(t_next, max(t_done, math.nextafter(self.now, math.inf)))
             if not math.isfinite(t) or t > limit:
-                self._advance(min(limit, t) if math.isfinite(t) else self.now)
+                self._advance(min(limit, t) if math.isfinite(t) else self.now, False)
                 self.rates.finalize(self.now)
                 break
             passes += 1
@@ -254,20 +283,20 @@ class FlowEngine:
                 self.stalled = True
                 self.rates.finalize(self.now)
                 break
-            before = (self.now, self.events)
+            now0, events0 = self.now, self.events
             if stuck:
-                self._advance(t, clamp=True)
+                self._advance(t, True)
             else:
-                self._advance(t)
+                self._advance(t, False)
             self._process_completions()
             while self.heap and self.heap[0][0] <= self.now:
                 _, kind, _, payload = heapq.heappop(self.heap)
                 self.events += 1
                 if kind == _ARRIVAL:
-                    self._arrive(int(payload))  # type: ignore[call-overload]
+                    self._arrive(payload)  # type: ignore[arg-type]
                 else:
                     payload()  # type: ignore[operator]
-            stuck = (self.now, self.events) == before and not self.dirty
+            stuck = self.now == now0 and self.events == events0 and not self.dirty
             if self.dirty:
                 self._recompute()
 
@@ -276,7 +305,7 @@ class FlowEngine:
         connection, or (at most twice per completion) moves time on; a backstop, never reached."""
         return 4 * (self.seq + self.conns_started) + 64
 
-    def _advance(self, t: float, clamp: bool = False) -> None:
+    def _advance(self, t: float, clamp: bool) -> None:
         self.rates.advance(self.now, t, clamp)
         self.now = t
 
@@ -354,7 +383,7 @@ class FlowEngine:
             out.tables.update(self._timeline_tables(tops))
         return out
 
-    def _path_column(self, conns: list[_Conn]) -> str:
+    def _path_column(self, conns: Sequence[_Conn]) -> str:
         """The flow's paths by name, or ``"N paths"`` past :data:`MAX_PATH_LABELS` (as the
         packet engine writes it); a connection spread over more paths than that is counted,
         not named, so a flow of several such connections shows the most any one of them
