@@ -35,6 +35,7 @@ MAX_PATH_LABELS = 8
 """Paths a flow's ``path`` column lists by name; a flow on more shows ``"N paths"``."""
 
 _CACHE = 4096  # (first switch, leaf) DAGs kept (perf: bounded; a k = 64 fabric has 4 M pairs)
+_BEST_LEAVES = 64  # leaves whose fastest-delay memo is kept (perf: bounded, a node count each)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,7 @@ class PairDags:
         self._hop = [d + s for d, s in zip(delay, serial, strict=True)]  # delay + serialization
         # the part below a first switch toward a leaf (its sink), without the pair's own links
         self._dags: dict[tuple[int, int, bool], LinkShares] = {}
+        self._best: dict[int, dict[int, int]] = {}  # leaf -> node -> fastest delay to it, ps
         self.top_index = {int(s): i for i, s in enumerate(fabric.top_switches)}
 
     def shares(self, src: int, dst: int, *, even: bool) -> LinkShares | None:
@@ -205,9 +207,63 @@ class PairDags:
 
     def shortest_s(self, src: int, dst: int) -> float:
         """The fastest path's unloaded pipeline delay from ``src`` to ``dst``, s (0.0 without
-        a path): :meth:`Fabric.unloaded_latency_s` of every path, ``worst=False``."""
-        got = self.shares(src, dst, even=True)
-        return ps_to_s(got.best_ps) if got is not None else 0.0
+        a path): :meth:`Fabric.unloaded_latency_s` of every path, ``worst=False``.
+
+        The same figure as ``shares(src, dst, even=True).best_ps`` with the pair's own links,
+        from :meth:`_best_ps` (no link shares: perf, the open-loop engine asks once per leaf
+        pair, 16,384 pairs at k = 16; ask in order of the destination's leaf).
+        """
+        fab = self.fabric
+        if src == dst:
+            return 0.0
+        first = int(fab.host_uplink[src])
+        leaf = int(fab.host_leaf[dst])
+        down = fab.ecmp_group(leaf, dst)  # the leaf's downlink to dst (if usable)
+        if len(down) == 0:
+            return 0.0
+        best = self._best_ps(int(fab.link_dst[first]), leaf, dst)
+        if best < 0:
+            return 0.0
+        return ps_to_s(self._delay[first] + best + self._hop[int(down[0])])
+
+    def _best_ps(self, v0: int, leaf: int, dst: int) -> int:
+        """The fastest pipeline delay from node ``v0`` down the ECMP groups toward ``dst`` to
+        its ``leaf``, ps (-1 if no path gets there).
+
+        One memo per leaf (every node's figure, as a depth-first post-order reaches it) serves
+        every first switch: the DAG below a node depends only on the node and the leaf, as in
+        :meth:`_dag`, whose ``best`` this is.  The memos of ``_BEST_LEAVES`` leaves are kept.
+        """
+        memo = self._best.get(leaf)
+        if memo is None:
+            if len(self._best) >= _BEST_LEAVES:
+                self._best.clear()
+            memo = self._best[leaf] = {leaf: 0}
+        if v0 in memo:
+            return memo[v0]
+        fab, hop, hosts = self.fabric, self._hop, self.fabric.num_hosts
+        link_dst = fab.link_dst
+        out: dict[int, list[tuple[int, int]]] = {}  # node -> its (link, head) pairs
+        stack = [v0]
+        while stack:
+            u = stack.pop()
+            if u in memo:
+                continue
+            edges = out.get(u)
+            if edges is None:  # first visit: the heads first, then u again
+                group = fab.ecmp_group(u, dst).tolist() if u >= hosts else []
+                edges = out[u] = [(link, int(link_dst[link])) for link in group]
+                stack.append(u)
+                stack.extend(v for _, v in edges if v not in memo and v not in out)
+                continue
+            best = -1  # every head is done (ECMP forwarding has no loops; a loop: no path)
+            for link, v in edges:
+                b = memo.get(v, -1)
+                if b >= 0:
+                    t = hop[link] + b
+                    best = t if best < 0 else min(best, t)
+            memo[u] = best
+        return memo[v0]
 
     def of_paths(self, weighted: list[tuple[tuple[int, ...], float]]) -> LinkShares | None:
         """The shares of explicit weighted paths (a hashed source port's one path, or the
