@@ -246,8 +246,10 @@ class _Sweep:
         self.slot_r = r_of[f.dst[self.order]]
         self.slot_rate = eng.caps[self.order] if eng.caps is not None else None  # paced
         self.active = np.zeros(len(f), dtype=bool)  # per slot
-        self.lo = np.searchsorted(self.slot_src, np.arange(hosts), side="left")
-        self.hi = np.searchsorted(self.slot_src, np.arange(hosts), side="right")
+        self.slots = np.arange(len(f))
+        # each sender's slots: lo[s]:hi[s] (round robin; Python ints, perf: read per step)
+        self.lo = np.searchsorted(self.slot_src, np.arange(hosts), side="left").tolist()
+        self.hi = np.searchsorted(self.slot_src, np.arange(hosts), side="right").tolist()
         self.share = np.zeros(hosts)  # round robin: per-flow rate of each sender, bytes/s
         self.q_at = np.zeros(len(f))  # receiver queue when the flow's last byte arrived
         self.rows: list[tuple[float, ...]] = []
@@ -353,9 +355,9 @@ class _Sweep:
             slots: slice | np.ndarray = slice(self.lo[s], self.hi[s])
             rate_old, rate_new = self.ps_before[p0], self.ps_after[p0]
         else:
-            senders = self.ps_src[p0:p1]
-            lo, count = self.lo[senders], self.hi[senders] - self.lo[senders]
-            slots = np.repeat(lo - np.cumsum(count) + count, count) + np.arange(count.sum())
+            spans = [(self.lo[s], self.hi[s]) for s in self.ps_src[p0:p1].tolist()]
+            slots = np.concatenate([self.slots[lo:hi] for lo, hi in spans])
+            count = [hi - lo for lo, hi in spans]
             rate_old = np.repeat(self.ps_before[p0:p1], count)
             rate_new = np.repeat(self.ps_after[p0:p1], count)
         old = self.active[slots] * rate_old
