@@ -247,9 +247,11 @@ class _Sweep:
         self.slot_rate = eng.caps[self.order] if eng.caps is not None else None  # paced
         self.active = np.zeros(len(f), dtype=bool)  # per slot
         self.slots = np.arange(len(f))
-        # each sender's slots: lo[s]:hi[s] (round robin; Python ints, perf: read per step)
-        self.lo = np.searchsorted(self.slot_src, np.arange(hosts), side="left").tolist()
-        self.hi = np.searchsorted(self.slot_src, np.arange(hosts), side="right").tolist()
+        self.lo: list[int] = []  # round robin: sender s has slots lo[s]:hi[s] (read per step)
+        self.hi: list[int] = []
+        if eng.caps is None:
+            self.lo = np.searchsorted(self.slot_src, np.arange(hosts), side="left").tolist()
+            self.hi = np.searchsorted(self.slot_src, np.arange(hosts), side="right").tolist()
         self.share = np.zeros(hosts)  # round robin: per-flow rate of each sender, bytes/s
         self.q_at = np.zeros(len(f))  # receiver queue when the flow's last byte arrived
         self.rows: list[tuple[float, ...]] = []

@@ -17,6 +17,8 @@ the destination's leaf, and every figure is one pass over the DAG's edges, stage
 Below the first switch the DAG depends only on that switch and the destination's leaf (ECMP
 groups toward a host depend on its leaf except at the leaf itself: :meth:`Fabric.group_key`),
 so one DAG serves every host pair of a (first switch, leaf) pair and is cached (bounded).
+The fastest delay alone (:meth:`PairDags.shortest_s_many`) needs no DAG per pair: one array
+relaxation over every switch's group gives it from every node toward a leaf at once.
 """
 
 from __future__ import annotations
