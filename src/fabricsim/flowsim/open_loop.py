@@ -171,11 +171,10 @@ class OpenLoopEngine:
         """Each flow's unloaded path delay, computed once per (source leaf, destination leaf)."""
         f, fab = self.flows, self.fabric
         key = fab.host_leaf[f.src] * fab.num_nodes + fab.host_leaf[f.dst]
-        uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
         mss, hdr = self.sc.nic.rdma_data_mss, self.sc.nic.header_bytes
         dags = PairDags(fab, mss + hdr)  # perf: no path enumeration
-        lat = [dags.shortest_s(int(f.src[i]), int(f.dst[i])) for i in first]
-        return np.asarray(lat)[inv.ravel()]
+        return dags.shortest_s_many(f.src[first], f.dst[first])[inv.ravel()]
 
     def run(self) -> EngineOutput:
         wall0 = time.perf_counter()
@@ -209,113 +208,198 @@ class OpenLoopEngine:
 
 
 class _Sweep:
-    """The receiver side: one pass over every flow start and end, in time order."""
+    """The receiver side: one pass over every flow start and end, in time order.
+
+    Each distinct event time (a *step*) updates only what changes there: the arrival rates of
+    the receivers of the flows whose rate changes (the starting and ending flows and, under
+    round robin, every flow of their senders: their share changes) and the receivers' queues.
+    Receivers (the hosts some flow goes to) are kept compact (``r``, in host order), so a step
+    costs O(receivers + flows touched), not O(hosts); the active flows and senders after each
+    step are counted before the loop.  A host without flows keeps an empty queue, so the
+    arithmetic is the same as stepping every host's queue, to the bit.  The backlog is numpy's
+    sum over a host-length queue vector (a sum over the receivers alone could round
+    differently): the one O(hosts) pass left per step, in C.
+
+    Flows sit in *slots*: by sender, then flow id, under round robin (a sender's flows are one
+    slice), in flow order when paced.
+    """
 
     def __init__(self, eng: OpenLoopEngine, end: np.ndarray) -> None:
         self.eng = eng
         f = eng.flows
         self.end = end
         hosts = eng.fabric.num_hosts
-        self.q = np.zeros(hosts)  # receiver queues, bytes
-        self.lam = np.zeros(hosts)  # arrival rate at each receiver, bytes/s
-        self.active = np.zeros(len(f), dtype=bool)
-        self.k = np.zeros(hosts, dtype=np.int64)  # active flows per sender
+        self.recv_hosts = np.flatnonzero(np.bincount(f.dst, minlength=hosts) > 0)
+        r_of = np.full(hosts, -1, dtype=np.int64)
+        r_of[self.recv_hosts] = np.arange(len(self.recv_hosts))
+        self.c = eng.recv[self.recv_hosts]  # each receiver's line rate, bytes/s
+        self.tol = 1e-9 * self.c  # |lam - c| within this: exactly full, the queue stays
+        self.q = np.zeros(len(self.c))  # receiver queues, bytes
+        self.lam = np.zeros(len(self.c))  # arrival rate at each receiver, bytes/s
+        self.excess = np.zeros(len(self.c))  # lam - c (0 when exactly full), bytes/s
+        self.q_hosts = np.zeros(hosts)  # every host's queue, as of the last step
+        self.hot = int(r_of[eng.hot])  # the hot host receives (it has the largest load)
+        self.cap_total = float(self.c.sum())
+        self.senders = int((np.bincount(f.src, minlength=hosts) > 0).sum())
+        self.order = np.arange(len(f)) if eng.caps is not None else np.argsort(f.src, kind="stable")
+        self.slot_src = f.src[self.order]
+        self.slot_r = r_of[f.dst[self.order]]
+        self.slot_rate = eng.caps[self.order] if eng.caps is not None else None  # paced
+        self.active = np.zeros(len(f), dtype=bool)  # per slot
+        self.slots = np.arange(len(f))
+        self.lo: list[int] = []  # round robin: sender s has slots lo[s]:hi[s] (read per step)
+        self.hi: list[int] = []
+        if eng.caps is None:
+            self.lo = np.searchsorted(self.slot_src, np.arange(hosts), side="left").tolist()
+            self.hi = np.searchsorted(self.slot_src, np.arange(hosts), side="right").tolist()
         self.share = np.zeros(hosts)  # round robin: per-flow rate of each sender, bytes/s
         self.q_at = np.zeros(len(f))  # receiver queue when the flow's last byte arrived
-        self.by_sender = np.argsort(f.src, kind="stable")
-        self.lo = np.searchsorted(f.src[self.by_sender], np.arange(hosts), side="left")
-        self.hi = np.searchsorted(f.src[self.by_sender], np.arange(hosts), side="right")
-        self.recv_mask = np.bincount(f.dst, minlength=hosts) > 0
-        self.cap_total = float(eng.recv[self.recv_mask].sum())
-        self.senders = int((np.bincount(f.src, minlength=hosts) > 0).sum())
         self.rows: list[tuple[float, ...]] = []
         self.events = 0
+        self.now = 0.0
         self.snap_times = np.empty(0)
+        self.snap_next = 0  # the first snapshot not taken yet
         self.snaps: list[tuple[float, np.ndarray, np.ndarray, np.ndarray]] = []
         if eng.sc.records.timelines:
             self.snap_times = np.linspace(float(f.start_s.min()), float(end.max()), 201)
 
     def run(self) -> None:
-        end, flows = self.end, self.eng.flows
-        n = len(flows)
-        times = np.concatenate([flows.start_s, end])
-        ids = np.concatenate([np.arange(n), np.arange(n)])
-        sign = np.concatenate([np.ones(n, dtype=np.int64), -np.ones(n, dtype=np.int64)])
-        order = np.lexsort((sign, times))
+        n = len(self.eng.flows)
+        if n == 0:
+            self._drain_rows()
+            return
+        times = np.concatenate([self.eng.flows.start_s, self.end])
+        ids = np.r_[np.arange(n), np.arange(n)]
+        sign = np.r_[np.ones(n, dtype=np.int64), -np.ones(n, dtype=np.int64)]
+        order = np.lexsort((sign, times))  # per time: the ends, then the starts
         times, ids, sign = times[order], ids[order], sign[order]
-        cuts = np.flatnonzero(np.diff(times)) + 1
-        self.now = float(times[0]) if n else 0.0
-        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(times)], strict=True):
-            self._advance(float(times[lo]))
-            self._apply(ids[lo:hi], sign[lo:hi])
-            self._record()
+        bounds = np.r_[0, np.flatnonzero(np.diff(times)) + 1, len(times)]
+        self._prepare(ids, sign, bounds)
+        self.now = float(times[0])
+        self.snap_next = int(np.searchsorted(self.snap_times, self.now, side="right"))
+        apply = self._apply_paced if self.slot_rate is not None else self._apply_round_robin
+        q_at = np.zeros(len(times))  # per event: the receiver's queue (at ends)
+        ev_r, n_end = self.ev_r, np.add.reduceat(sign < 0, bounds[:-1]).tolist()
+        lam, c, excess, tol = self.lam, self.c, self.excess, self.tol
+        for g, (t, a, b) in enumerate(
+            zip(times[bounds[:-1]].tolist(), bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
+        ):
+            self._advance(t)
+            apply(g, a, b)
+            e = a + n_end[g]
+            q_at[a:e] = self.q[ev_r[a:e]]
+            np.subtract(lam, c, out=excess)
+            excess[np.abs(excess) <= tol] = 0.0  # exactly-full receivers stay as they are
+            self._record(g)
+        ended = sign < 0
+        self.q_at[ids[ended]] = q_at[ended]
         self.events = 2 * n
         self._drain_rows()
 
+    def _prepare(self, ids: np.ndarray, sign: np.ndarray, bounds: np.ndarray) -> None:
+        """Per event its slot, receiver, start flag (and paced rate); per step the active
+        flows and senders after it; per (step, sender) the sender's round-robin share before
+        and after the step (``ps_*``, by step then sender; ``ps_at``: each step's range)."""
+        f, steps = self.eng.flows, len(bounds) - 1
+        slot_of = np.empty(len(f), dtype=np.int64)
+        slot_of[self.order] = np.arange(len(f))
+        self.ev_slot, self.ev_r, self.ev_start = slot_of[ids], self.slot_r[slot_of[ids]], sign > 0
+        if self.slot_rate is not None:
+            self.ev_rate = self.slot_rate[self.ev_slot]
+        self.flows_after = np.cumsum(np.add.reduceat(sign, bounds[:-1])).tolist()
+        step = np.repeat(np.arange(steps), np.diff(bounds))
+        src = f.src[ids]
+        o = np.lexsort((step, src))  # by sender, then step (events in order within one)
+        src, step, sg = src[o], step[o], sign[o]
+        k = np.cumsum(sg)  # active flows of the sender after each event
+        first = np.flatnonzero(np.r_[True, src[1:] != src[:-1]])
+        k -= np.repeat(k[first] - sg[first], np.diff(np.r_[first, len(src)]))
+        last = np.r_[(src[1:] != src[:-1]) | (step[1:] != step[:-1]), True]
+        ps_src, ps_step, k_after = src[last], step[last], k[last]
+        new_sender = np.r_[True, ps_src[1:] != ps_src[:-1]]
+        k_before = np.where(new_sender, 0, np.r_[0, k_after[:-1]])
+        senders = np.zeros(steps, dtype=np.int64)
+        np.add.at(senders, ps_step, (k_after > 0).astype(np.int64) - (k_before > 0))
+        self.senders_after = np.cumsum(senders).tolist()
+        share = np.where(k_after > 0, self.eng.send[ps_src] / np.maximum(k_after, 1), 0.0)
+        before = np.where(new_sender, 0.0, np.r_[0.0, share[:-1]])
+        o = np.lexsort((ps_src, ps_step))
+        self.ps_src, self.ps_before, self.ps_after = ps_src[o], before[o], share[o]
+        self.ps_at = np.searchsorted(ps_step[o], np.arange(steps + 1)).tolist()
+
     def _advance(self, t: float) -> None:
+        """Every queue from ``now`` to ``t`` (the arrival rates are constant in between)."""
         dt = t - self.now
         if dt <= 0:
             return
-        c = self.eng.recv
-        excess = self.lam - c
-        excess[np.abs(excess) <= 1e-9 * c] = 0.0  # exactly-full receivers stay empty
-        k = int(np.searchsorted(self.snap_times, self.now, side="right"))
-        while k < len(self.snap_times) and self.snap_times[k] <= t:
-            tau = float(self.snap_times[k])
-            self._snapshot(tau, np.maximum(self.q + excess * (tau - self.now), 0.0))
-            k += 1
-        self.q = np.maximum(self.q + excess * dt, 0.0)
+        snaps = self.snap_times
+        while self.snap_next < len(snaps) and snaps[self.snap_next] <= t:
+            tau = float(snaps[self.snap_next])
+            self._snapshot(tau, np.maximum(self.q + self.excess * (tau - self.now), 0.0))
+            self.snap_next += 1
+        self.q += self.excess * dt
+        np.maximum(self.q, 0.0, out=self.q)
         self.now = t
 
-    def _apply(self, ids: np.ndarray, sign: np.ndarray) -> None:
-        eng, f = self.eng, self.eng.flows
-        np.add.at(self.k, f.src[ids], sign)
-        if eng.caps is not None:
-            idx, rate = ids, eng.caps[ids]
-            old = self.active[idx] * rate
-            self.active[ids] = sign > 0
-            new = self.active[idx] * rate
+    def _apply_paced(self, g: int, a: int, b: int) -> None:
+        """Events ``a:b`` (step ``g``): each flow adds or removes its own rate."""
+        slots, rate = self.ev_slot[a:b], self.ev_rate[a:b]
+        old = self.active[slots] * rate
+        self.active[slots] = self.ev_start[a:b]
+        new = self.active[slots] * rate
+        self.lam += np.bincount(self.ev_r[a:b], weights=new - old, minlength=len(self.lam))
+
+    def _apply_round_robin(self, g: int, a: int, b: int) -> None:
+        """Events ``a:b`` (step ``g``): every flow of their senders moves to the new share."""
+        p0, p1 = self.ps_at[g], self.ps_at[g + 1]
+        if p1 - p0 == 1:  # perf: one sender, its flows are one slice
+            s = int(self.ps_src[p0])
+            slots: slice | np.ndarray = slice(self.lo[s], self.hi[s])
+            rate_old, rate_new = self.ps_before[p0], self.ps_after[p0]
         else:
-            senders = np.unique(f.src[ids])
-            idx = np.concatenate([self.by_sender[self.lo[s] : self.hi[s]] for s in senders])
-            old = self.active[idx] * self.share[f.src[idx]]
-            self.active[ids] = sign > 0
-            kk = self.k[senders]
-            self.share[senders] = np.where(kk > 0, eng.send[senders] / np.maximum(kk, 1), 0.0)
-            new = self.active[idx] * self.share[f.src[idx]]
-        self.lam += np.bincount(f.dst[idx], weights=new - old, minlength=len(self.lam))
-        ended = ids[sign < 0]
-        self.q_at[ended] = self.q[f.dst[ended]]
+            spans = [(self.lo[s], self.hi[s]) for s in self.ps_src[p0:p1].tolist()]
+            slots = np.concatenate([self.slots[lo:hi] for lo, hi in spans])
+            count = [hi - lo for lo, hi in spans]
+            rate_old = np.repeat(self.ps_before[p0:p1], count)
+            rate_new = np.repeat(self.ps_after[p0:p1], count)
+        old = self.active[slots] * rate_old
+        self.active[self.ev_slot[a:b]] = self.ev_start[a:b]
+        new = self.active[slots] * rate_new
+        self.lam += np.bincount(self.slot_r[slots], weights=new - old, minlength=len(self.lam))
+        self.share[self.ps_src[p0:p1]] = self.ps_after[p0:p1]
 
     def _served(self, q: np.ndarray) -> np.ndarray:
-        c = self.eng.recv
+        """What each receiver's downlink serves with queues ``q``, bytes/s."""
         lam = np.maximum(self.lam, 0.0)
-        return np.where((q > 0) | (lam >= c), c, lam)
+        return np.where((q > 0) | (lam >= self.c), self.c, lam)
 
-    def _record(self) -> None:
-        h = self.eng.hot
-        util = float(self._served(self.q)[self.recv_mask].sum()) / self.cap_total
+    def _record(self, g: int) -> None:
+        h = self.hot
+        self.q_hosts[self.recv_hosts] = self.q
         self.rows.append(
             (
                 self.now,
-                float(self.q.sum()),
+                float(self.q_hosts.sum()),
                 float(self.q[h]),
                 8.0 * max(float(self.lam[h]), 0.0),
-                int(self.k.sum()),
-                int(np.count_nonzero(self.k)),
-                util,
+                self.flows_after[g],
+                self.senders_after[g],
+                float(self._served(self.q).sum()) / self.cap_total,
             )
         )
 
     def _snapshot(self, tau: float, q: np.ndarray) -> None:
-        eng, f = self.eng, self.eng.flows
-        rate = eng.caps[self.active] if eng.caps is not None else self.share[f.src[self.active]]
-        inject = np.bincount(f.src[self.active], weights=rate, minlength=len(q))
-        self.snaps.append((tau, q.copy(), self._served(q), inject))
+        """Every host's links at ``tau``, with ``q`` the receivers' queues then."""
+        hosts, act = len(self.q_hosts), self.active
+        rate = self.slot_rate[act] if self.slot_rate is not None else self.share[self.slot_src[act]]
+        inject = np.bincount(self.slot_src[act], weights=rate, minlength=hosts)
+        q_hosts, served = np.zeros(hosts), np.zeros(hosts)
+        q_hosts[self.recv_hosts], served[self.recv_hosts] = q, self._served(q)
+        self.snaps.append((tau, q_hosts, served, inject))
 
     def _drain_rows(self) -> None:
         """After the last injection: every queue drains at line rate; a row as each empties."""
-        c, q, t0, h = self.eng.recv, self.q, self.now, self.eng.hot
+        c, q, t0, h = self.eng.recv, self.q_hosts, self.now, self.eng.hot
         busy = np.flatnonzero(q > 0)
         empty_at = q[busy] / c[busy]
         order = np.argsort(empty_at)
@@ -380,7 +464,7 @@ class _Sweep:
         eng, fab = self.eng, self.eng.fabric
         names = np.array(fab.link_names)
         up = np.flatnonzero(np.bincount(eng.flows.src, minlength=fab.num_hosts) > 0)
-        down = np.flatnonzero(self.recv_mask)
+        down = self.recv_hosts
         parts = []
         for tau, q, served, inject in self.snaps:
             parts.append(

@@ -17,6 +17,8 @@ the destination's leaf, and every figure is one pass over the DAG's edges, stage
 Below the first switch the DAG depends only on that switch and the destination's leaf (ECMP
 groups toward a host depend on its leaf except at the leaf itself: :meth:`Fabric.group_key`),
 so one DAG serves every host pair of a (first switch, leaf) pair and is cached (bounded).
+The fastest delay alone (:meth:`PairDags.shortest_s_many`) needs no DAG per pair: one array
+relaxation over every switch's group gives it from every node toward a leaf at once.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ MAX_PATH_LABELS = 8
 """Paths a flow's ``path`` column lists by name; a flow on more shows ``"N paths"``."""
 
 _CACHE = 4096  # (first switch, leaf) DAGs kept (perf: bounded; a k = 64 fabric has 4 M pairs)
+_BEST_LEAVES = 64  # leaves whose fastest delays are kept (perf: bounded, a node count each)
+_NO_PATH = np.int64(2**62)  # a fastest delay not found yet, ps (plus any hop: no overflow)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +91,8 @@ class PairDags:
         self._hop = [d + s for d, s in zip(delay, serial, strict=True)]  # delay + serialization
         # the part below a first switch toward a leaf (its sink), without the pair's own links
         self._dags: dict[tuple[int, int, bool], LinkShares] = {}
+        self._best: dict[int, np.ndarray] = {}  # leaf -> every node's fastest delay to it, ps
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.top_index = {int(s): i for i, s in enumerate(fabric.top_switches)}
 
     def shares(self, src: int, dst: int, *, even: bool) -> LinkShares | None:
@@ -206,8 +212,75 @@ class PairDags:
     def shortest_s(self, src: int, dst: int) -> float:
         """The fastest path's unloaded pipeline delay from ``src`` to ``dst``, s (0.0 without
         a path): :meth:`Fabric.unloaded_latency_s` of every path, ``worst=False``."""
-        got = self.shares(src, dst, even=True)
-        return ps_to_s(got.best_ps) if got is not None else 0.0
+        return float(self.shortest_s_many(np.array([src]), np.array([dst]))[0])
+
+    def shortest_s_many(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """:meth:`shortest_s` of every pair ``(src[i], dst[i])``, s.
+
+        ``shares(src, dst, even=True).best_ps`` with the pair's own links, from one
+        :meth:`_best_to` per destination leaf (perf: no link shares; the open-loop engine asks
+        for every leaf pair, 16,384 of them at k = 16).
+        """
+        fab = self.fabric
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        first = fab.host_uplink[src]
+        down = fab.host_downlink[dst]  # the leaf's group toward dst (if usable)
+        leaf = fab.host_leaf[dst]
+        out = np.zeros(len(src))
+        delay, hop, usable = self._link_arrays()
+        ask = np.flatnonzero((src != dst) & usable[down])
+        ask = ask[np.argsort(leaf[ask], kind="stable")]
+        cuts = np.flatnonzero(np.diff(leaf[ask])) + 1
+        for part in np.split(ask, cuts) if len(ask) else []:
+            best = self._best_to(int(leaf[part[0]]))[fab.link_dst[first[part]]]
+            part, best = part[best >= 0], best[best >= 0]
+            out[part] = ps_to_s(delay[first[part]] + best + hop[down[part]])
+        return out
+
+    def _link_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per link, as arrays (made once): propagation, propagation plus serialization (ps),
+        whether routing may use it."""
+        if self._arrays is None:
+            delay = np.asarray(self._delay, dtype=np.int64)
+            hop = np.asarray(self._hop, dtype=np.int64)
+            self._arrays = (delay, hop, self.fabric.usable_links())
+        return self._arrays
+
+    def _best_to(self, leaf: int) -> np.ndarray:
+        """Every node's fastest pipeline delay down the ECMP groups to ``leaf``, ps (-1 if no
+        path gets there), as :meth:`_dag`'s ``best`` (the groups toward any host of ``leaf``
+        but at ``leaf`` itself, the sink).
+
+        Relaxes every group member ``u -> v`` (``best[u] <= hop + best[v]``) until nothing
+        changes: as many passes as the longest path has hops, plus one.  The figures of
+        ``_BEST_LEAVES`` leaves are kept.
+        """
+        hit = self._best.get(leaf)
+        if hit is not None:
+            return hit
+        fab, n = self.fabric, self.fabric.num_nodes
+        exc, start, links = fab.groups_toward(leaf)
+        up_start, up_links = fab.up_groups()  # every other switch's group: its up-links
+        special = np.zeros(n, dtype=bool)
+        special[exc] = True
+        up_src = np.repeat(np.arange(n), np.diff(up_start))
+        tail = np.r_[up_src[~special[up_src]], np.repeat(exc, np.diff(start))]
+        link = np.r_[up_links[~special[up_src]], links]
+        tail, link = tail[tail != leaf], link[tail != leaf]
+        head, w = fab.link_dst[link], self._link_arrays()[1][link]
+        best = np.full(n, _NO_PATH)
+        best[leaf] = 0
+        for _ in range(n):
+            new = best.copy()
+            np.minimum.at(new, tail, w + best[head])
+            if np.array_equal(new, best):
+                break
+            best = new
+        best = np.where(best >= _NO_PATH, -1, best)
+        if len(self._best) >= _BEST_LEAVES:
+            self._best.clear()
+        self._best[leaf] = best
+        return best
 
     def of_paths(self, weighted: list[tuple[tuple[int, ...], float]]) -> LinkShares | None:
         """The shares of explicit weighted paths (a hashed source port's one path, or the
