@@ -61,10 +61,13 @@ def _compact(
 
 def _modulo(h: np.ndarray, size: int | np.ndarray, work: np.ndarray) -> np.ndarray:
     """``h % size`` of uint32 hash values, by one group size or one per value, in place
-    (``work``: an array like ``h``; perf: by one size as ``h - h // size * size``: numpy
-    divides by a scalar with libdivide, 5x faster than its ``%``)."""
+    (``work``: an array like ``h``; perf: by one size as ``h & (size - 1)`` for a power of
+    two, else ``h - h // size * size``: numpy divides by a scalar with libdivide, 5x faster
+    than its ``%``)."""
     if h.dtype != np.uint32:  # (a registered hash of another type)
         return h % size
+    if isinstance(size, int) and size & (size - 1) == 0:
+        return np.bitwise_and(h, size - 1, out=h)
     if isinstance(size, int):
         np.floor_divide(h, size, out=work)
         work *= size
@@ -319,12 +322,10 @@ class Router:
         """
         if not self.deterministic:
             raise ConfigError("switch.hash_method=random has no inverse: members are per packet")
-        every = _ALL_PORTS | (dst_qp << QP_SHIFT) if dst_qp else _ALL_PORTS
-        # perf: the walk follows every path (those of Fabric.paths), so none is walked twice;
-        # the positions of the ports in ``every`` are the ports (views of one array)
-        label, paths, counts = self._walk(src, dst, every, every=True)
-        parts = self._positions(label, counts) if label is not None else [_ALL_PORTS.copy()]
-        return {path: part for path, part in zip(paths, parts, strict=True) if path is not None}
+        if dst_qp == 0:  # (_split returns parts of _ALL_PORTS as views of one array)
+            return dict(self._split(src, dst, _ALL_PORTS, every=True))
+        every = _ALL_PORTS | (dst_qp << QP_SHIFT)
+        return {path: ports & 0xFFFF for path, ports in self._split(src, dst, every, every=True)}
 
     def port_paths(self, src: int, dst: int, ports: np.ndarray) -> list[tuple[Path, int]]:
         """The paths the source ``ports`` take from ``src`` to ``dst``, with how many ports
@@ -339,7 +340,8 @@ class Router:
         self, src: int, dst: int, ports: np.ndarray, every: bool = False
     ) -> list[tuple[Path, np.ndarray]]:
         """(path, the ``ports`` on it) for every path some of them take (``every``: every path
-        of :meth:`Fabric.paths`), in that order, each part keeping the ports' order.
+        of :meth:`Fabric.paths`, so none is walked twice), in that order, each part keeping
+        the ports' order.
 
         :meth:`_walk` labels every port with its path; one stable sort by label then cuts the
         ports into the parts (:meth:`_positions`; perf: not one sort per branch of the ECMP
@@ -349,6 +351,8 @@ class Router:
         label, paths, counts = self._walk(src, dst, ports, every)
         if label is None:
             parts = [ports.copy()]
+        elif ports is _ALL_PORTS:  # perf: the positions of its ports are the ports
+            parts = self._positions(label, counts)
         else:
             parts = [ports[at] for at in self._positions(label, counts)]
         return [(path, part) for path, part in zip(paths, parts, strict=True) if path is not None]
