@@ -182,10 +182,11 @@ class Router:
         return crc
 
     def _scratch(self, name: str, n: int, dtype: type[np.generic]) -> np.ndarray:
-        """A work array of ``n`` values, kept on the router from call to call (perf: the
-        inverse hash's arrays, 2 MB per host pair, made the C library hand the memory back to
-        the system and fault it in again, page by page, for each pair: up to 3/4 of its
-        time).  Valid until the next call that asks for ``name``."""
+        """A work array of ``n`` values, kept on the router from call to call (perf: with its
+        ~2 MB of arrays allocated anew for each host pair, the inverse hash made the C library
+        hand the memory back to the system and fault it in again, page by page: at k = 8, 630
+        page faults and 3/4 of the time of a port_paths call).  Valid until the next call that
+        asks for ``name``."""
         work = self._work.get(name)
         if work is None or len(work) < n or work.dtype != dtype:
             work = self._work[name] = np.empty(max(n, len(_ALL_PORTS)), dtype=dtype)
