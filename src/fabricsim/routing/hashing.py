@@ -116,12 +116,20 @@ def base_crc(
 
 def fmix32(h: np.ndarray) -> np.ndarray:
     """murmur3's 32-bit finaliser (a bijective avalanche mix), vectorized."""
-    h = np.asarray(h, dtype=np.uint32).copy()
-    h ^= h >> np.uint32(16)
+    return _fmix32_into(np.array(h, dtype=np.uint32))
+
+
+def _fmix32_into(h: np.ndarray) -> np.ndarray:
+    """:func:`fmix32` of a uint32 array, in place (perf: one temporary array, not four)."""
+    h = np.asarray(h)  # (a 0-d array for a scalar)
+    shifted = np.right_shift(h, np.uint32(16), out=np.empty_like(h))
+    h ^= shifted
     h *= np.uint32(0x85EBCA6B)
-    h ^= h >> np.uint32(13)
+    np.right_shift(h, np.uint32(13), out=shifted)
+    h ^= shifted
     h *= np.uint32(0xC2B2AE35)
-    h ^= h >> np.uint32(16)
+    np.right_shift(h, np.uint32(16), out=shifted)
+    h ^= shifted
     return h
 
 
@@ -146,9 +154,10 @@ class HashMethod:
     """One ``switch.hash_method``: the switch's hash of ``x = crc ^ salt`` at a switch ``tier``.
 
     ``array`` works on a uint32 array (all 65,536 source ports at once: the inverse hash),
-    ``scalar`` on one Python int (forwarding); both give the same values.  A method without
-    them (``random``) picks a member per packet and has no inverse.  ``help`` is its one line
-    in the config name table.
+    which it may overwrite (:func:`switch_hash` hands it one of its own), ``scalar`` on one
+    Python int (forwarding); both give the same values.  A method without them (``random``)
+    picks a member per packet and has no inverse.  ``help`` is its one line in the config
+    name table.
     """
 
     name: str
@@ -200,7 +209,7 @@ def _offset_bits(tier: int) -> int:
 register_hash(
     HashMethod(
         "crc32WithSalt",
-        lambda x, tier: fmix32(x),
+        lambda x, tier: _fmix32_into(x),
         lambda x, tier: fmix32_int(x),
         "murmur3's finaliser of crc ^ salt: successive stages' choices independent",
     )
@@ -225,9 +234,13 @@ register_hash(HashMethod("random", help="a uniformly random member per packet (n
 HASH_METHODS: Final = registered_hashes()
 
 
-def switch_hash(crc: np.ndarray, method: str, salt: int, tier: int) -> np.ndarray:
-    """The switch's hash value of keys whose CRC-32 is ``crc`` (uint32 array)."""
-    x = np.asarray(crc, dtype=np.uint32) ^ np.uint32(salt)
+def switch_hash(
+    crc: np.ndarray, method: str, salt: int | np.ndarray, tier: int, out: np.ndarray | None = None
+) -> np.ndarray:
+    """The switch's hash value of keys whose CRC-32 is ``crc`` (uint32 array); ``salt`` is
+    the switch's, or one per key (switches of one tier).  ``out``: a uint32 work array of the
+    keys' length the hash may be computed in (and returned)."""
+    x = np.bitwise_xor(np.asarray(crc, dtype=np.uint32), np.asarray(salt, dtype=np.uint32), out=out)
     found = _HASHES.get(method)
     if found is None or found.array is None:
         raise ValueError(f"switch.hash_method: no deterministic hash for '{method}'")

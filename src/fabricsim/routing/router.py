@@ -32,6 +32,48 @@ from fabricsim.topology.fabric import NIC, Fabric
 
 Path = tuple[int, ...]
 _ALL_PORTS = np.arange(65536, dtype=np.int64)
+_MAX_HOPS = 64  # a longer path is a routing loop
+_DEAD = -1  # the node of a slot of Router._walk whose path met an empty group: its ports drop
+
+
+def _ports_in(label: np.ndarray | None, slots: list[int], count: int) -> slice | np.ndarray:
+    """The ports of :meth:`Router._walk` in ``slots`` (of ``count``): all of them, as a
+    slice, if these are all the slots."""
+    if label is None or len(slots) == count:
+        return slice(None)
+    if len(slots) == 1:
+        return np.flatnonzero(label == slots[0])
+    mark = np.zeros(count, dtype=bool)
+    mark[slots] = True
+    return np.flatnonzero(mark[label])
+
+
+def _compact(
+    label: np.ndarray, at: list[int], paths: list[Path]
+) -> tuple[np.ndarray, list[int], list[Path]]:
+    """Drop the slots of :meth:`Router._walk` no port is in; the rest keep their order."""
+    count = np.bincount(label, minlength=len(at))
+    used = np.flatnonzero(count).tolist()
+    if len(used) < len(at):
+        label = (np.cumsum(count > 0) - 1)[label]
+    return label, [at[i] for i in used], [paths[i] for i in used]
+
+
+def _modulo(h: np.ndarray, size: int | np.ndarray, work: np.ndarray) -> np.ndarray:
+    """``h % size`` of uint32 hash values, by one group size or one per value, in place
+    (``work``: an array like ``h``; perf: by one size as ``h & (size - 1)`` for a power of
+    two, else ``h - h // size * size``: numpy divides by a scalar with libdivide, 5x faster
+    than its ``%``)."""
+    if h.dtype != np.uint32:  # (a registered hash of another type)
+        return h % size
+    if isinstance(size, int) and size & (size - 1) == 0:
+        return np.bitwise_and(h, size - 1, out=h)
+    if isinstance(size, int):
+        np.floor_divide(h, size, out=work)
+        work *= size
+        h -= work
+        return h
+    return np.remainder(h, size, out=h)
 
 
 @dataclass(eq=False)
@@ -61,6 +103,8 @@ class Router:
     fields: tuple[str, ...] = FIVE_TUPLE
     nic_rule: PlaneChoice | PxnChoice | None = None  # a NIC stage that does not hash
     _base: dict[tuple[int, int], int] = field(default_factory=dict)
+    _work: dict[str, np.ndarray] = field(default_factory=dict)  # see _scratch
+    _link_dst: list[int] = field(default_factory=list)  # perf: fabric.link_dst, as ints
 
     def __post_init__(self) -> None:
         f = set(self.fields)
@@ -123,13 +167,30 @@ class Router:
             crc ^= self._qp_ints[qp]
         return crc
 
-    def keys(self, base: np.ndarray | int, entropies: np.ndarray) -> np.ndarray:
-        """:meth:`key` of many entropy values (``base``: one CRC or one per value), uint32."""
+    def keys(
+        self, base: np.ndarray | int, entropies: np.ndarray, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """:meth:`key` of many entropy values (``base``: one CRC or one per value), uint32
+        (in ``out``, if given: then in work arrays of the router too, see :meth:`_scratch`)."""
         e = np.asarray(entropies, dtype=np.int64)
-        crc = np.asarray(base, dtype=np.uint32) ^ self.port_table[e & 0xFFFF]
+        work = None if out is None else self._scratch("port", len(e), np.int64)
+        port = np.bitwise_and(e, 0xFFFF, out=work)
+        crc = np.take(self.port_table, port, out=out, mode="clip")  # (ports are in range)
+        crc ^= np.asarray(base, dtype=np.uint32)
         if self.qp_table is not None:
-            crc = crc ^ self.qp_table[e >> QP_SHIFT]
-        return crc.astype(np.uint32)
+            crc ^= self.qp_table[e >> QP_SHIFT]
+        return crc
+
+    def _scratch(self, name: str, n: int, dtype: type[np.generic]) -> np.ndarray:
+        """A work array of ``n`` values, kept on the router from call to call (perf: with its
+        ~2 MB of arrays allocated anew for each host pair, the inverse hash made the C library
+        hand the memory back to the system and fault it in again, page by page: at k = 8, 630
+        page faults and 3/4 of the time of a port_paths call).  Valid until the next call that
+        asks for ``name``."""
+        work = self._work.get(name)
+        if work is None or len(work) < n or work.dtype != dtype:
+            work = self._work[name] = np.empty(max(n, len(_ALL_PORTS)), dtype=dtype)
+        return work[:n]
 
     def member(self, switch: int, group_size: int, crc: int) -> int:
         """Index of the ECMP member switch ``switch`` picks for a key with CRC ``crc``."""
@@ -262,64 +323,225 @@ class Router:
         """
         if not self.deterministic:
             raise ConfigError("switch.hash_method=random has no inverse: members are per packet")
-        out: dict[Path, np.ndarray] = {
-            p: np.empty(0, dtype=np.int64) for p in self.fabric.paths(src, dst)
-        }
-        for path, ports in self._split(src, dst, _ALL_PORTS | (dst_qp << QP_SHIFT)):
-            out[path] = np.sort(ports & 0xFFFF)
-        return out
+        if dst_qp == 0:  # (_split returns parts of _ALL_PORTS as views of one array)
+            return dict(self._split(src, dst, _ALL_PORTS, every=True))
+        every = _ALL_PORTS | (dst_qp << QP_SHIFT)
+        return {path: ports & 0xFFFF for path, ports in self._split(src, dst, every, every=True)}
 
     def port_paths(self, src: int, dst: int, ports: np.ndarray) -> list[tuple[Path, int]]:
         """The paths the source ``ports`` take from ``src`` to ``dst``, with how many ports
         take each, in :meth:`Fabric.paths` order (lexicographic in link ids); ports that
-        dead-end are left out (perf: only the given ports are hashed, and no path is visited
-        that none of them takes)."""
+        dead-end are left out (perf: the ports are counted on each path, not sorted)."""
         if not self.deterministic:
             raise ConfigError("switch.hash_method=random has no inverse: members are per packet")
-        return [(path, len(p)) for path, p in self._split(src, dst, np.asarray(ports))]
+        _, paths, counts = self._walk(src, dst, np.asarray(ports, dtype=np.int64))
+        return [(path, n) for path, n in zip(paths, counts, strict=True) if path is not None]
 
-    def _split(self, src: int, dst: int, ports: np.ndarray) -> list[tuple[Path, np.ndarray]]:
-        """(path, the ``ports`` on it) for every path some of them take, in :meth:`Fabric.paths`
-        order: the ports are split at every multi-member stage and each part followed, depth
-        first, member 0 first."""
+    def _split(
+        self, src: int, dst: int, ports: np.ndarray, every: bool = False
+    ) -> list[tuple[Path, np.ndarray]]:
+        """(path, the ``ports`` on it) for every path some of them take (``every``: every path
+        of :meth:`Fabric.paths`, so none is walked twice), in that order, each part keeping
+        the ports' order.
+
+        :meth:`_walk` labels every port with its path; one stable sort by label then cuts the
+        ports into the parts (:meth:`_positions`; perf: not one sort per branch of the ECMP
+        tree).
+        """
+        ports = np.asarray(ports, dtype=np.int64)
+        label, paths, counts = self._walk(src, dst, ports, every)
+        if label is None:
+            parts = [ports.copy()]
+        elif ports is _ALL_PORTS:  # perf: the positions of its ports are the ports
+            parts = self._positions(label, counts)
+        else:
+            parts = [ports[at] for at in self._positions(label, counts)]
+        return [(path, part) for path, part in zip(paths, parts, strict=True) if path is not None]
+
+    def _positions(self, label: np.ndarray, counts: list[int]) -> list[np.ndarray]:
+        """Per slot of :meth:`_walk`, the positions of its ports, ascending (int64 views of one
+        array): one stable sort by label, cut by the counts (perf: labels of one or two bytes
+        are sorted by radix, in linear time)."""
+        if len(counts) <= 65536:
+            key = self._scratch("key", len(label), np.uint8 if len(counts) <= 256 else np.uint16)
+            np.copyto(key, label, casting="unsafe")
+            label = key
+        order = np.argsort(label, kind="stable")
+        ends = np.cumsum(counts).tolist()
+        return [order[lo:hi] for lo, hi in zip([0, *ends], ends, strict=False)]
+
+    def _walk(
+        self, src: int, dst: int, ports: np.ndarray, every: bool = False
+    ) -> tuple[np.ndarray | None, list[Path | None], list[int]]:
+        """Follow all ``ports`` from ``src`` toward ``dst`` at once, one hop per step.
+
+        The paths so far are slots in depth-first order (member 0 first), and every port
+        carries the label (index) of its slot.  A hop replaces each slot by one per member of
+        its group, in order (one that has arrived, or met an empty group, stays), which keeps
+        that order; where a group has several members the ports' labels follow their members.
+        A hop without such a group touches no port.  A path that meets an empty group is a
+        dead end, and so are its ports.  Slots no port is in are dropped as soon as they
+        outnumber the ports (:func:`_compact`), unless ``every`` path is asked for.
+
+        Returns
+        -------
+        labels : np.ndarray or None
+            Per port the slot of its path (int64, a work array: valid until the next walk);
+            None if no group split the ports (all on the one path).
+        paths : list of tuple or None
+            Per slot its path, in :meth:`Fabric.paths` order, or None if no port arrives on
+            it (a path no port takes is kept if ``every`` path is asked for, or no group split
+            the ports).
+        counts : list of int
+            The number of ports in each slot.
+        """
         fab = self.fabric
-        ports = ports.astype(np.int64)
-        crc = self.keys(self.base(src, dst), ports)
+        crc = self.keys(self.base(src, dst), ports, self._scratch("crc", len(ports), np.uint32))
         first = int(fab.host_uplink[src])
-        out: list[tuple[Path, np.ndarray]] = []
-        start = np.arange(len(ports))
-        stack: list[tuple[int, Path, np.ndarray]] = [(int(fab.link_dst[first]), (first,), start)]
-        while stack:
-            node, path, sel = stack.pop()
-            if node == dst:
-                out.append((path, ports[sel]))
-                continue
-            group = fab.ecmp_group(node, dst)
-            if len(group) == 0:
-                continue
-            if len(group) == 1:
-                stack.append((int(fab.link_dst[group[0]]), (*path, int(group[0])), sel))
-                continue
-            tier = int(fab.node_tier[node])
-            if tier == NIC and self.nic_rule is not None:
-                members = self.nic_rule.members(src, dst, ports[sel], group)
+        at = [int(fab.link_dst[first])]  # per slot: the node its path has reached (or _DEAD)
+        paths: list[Path] = [(first,)]
+        label: np.ndarray | None = None
+        toward: dict[int, list[int]] = {}  # the ECMP group of each node toward dst (link ids)
+        for _ in range(_MAX_HOPS):
+            for node in set(at).difference(toward):
+                if node >= 0 and node != dst:
+                    toward[node] = fab.ecmp_group(node, dst).tolist()
+            groups = [toward.get(node) for node in at]  # None: the slot stays
+            if all(group is None for group in groups):
+                break
+            next_at, next_paths = self._next_hops(at, paths, groups)
+            if any(group is not None and len(group) > 1 for group in groups):
+                label = self._relabel(label, src, dst, ports, crc, at, groups)
+                if not every and len(next_at) > len(ports):
+                    label, next_at, next_paths = _compact(label, next_at, next_paths)
+            at, paths = next_at, next_paths
+        else:
+            raise RuntimeError("routing loop")
+        if label is None:
+            return None, [paths[0] if at[0] == dst else None], [len(ports)]
+        counts = np.bincount(label, minlength=len(at)).tolist()
+        arrived = [node == dst and (n > 0 or every) for node, n in zip(at, counts, strict=True)]
+        return label, [p if a else None for p, a in zip(paths, arrived, strict=True)], counts
+
+    def _next_hops(
+        self, at: list[int], paths: list[Path], groups: list[list[int] | None]
+    ) -> tuple[list[int], list[Path]]:
+        """The slots of :meth:`_walk` one hop on: one per member of each slot's group, in
+        order; a slot that has arrived stays, one at an empty group becomes a dead end."""
+        if not self._link_dst:
+            self._link_dst = self.fabric.link_dst.tolist()
+        link_dst = self._link_dst
+        next_at: list[int] = []
+        next_paths: list[Path] = []
+        for node, path, group in zip(at, paths, groups, strict=True):
+            if not group:  # stays: arrived, or a dead end
+                next_at.append(node if group is None else _DEAD)
+                next_paths.append(path)
+            elif len(group) == 1:
+                next_at.append(link_dst[group[0]])
+                next_paths.append((*path, group[0]))
             else:
-                h = switch_hash(crc[sel], self.method, int(self.salts[node]), tier)
-                members = (h % np.uint32(len(group))).astype(np.int64)
-            # perf: one stable sort splits the ports by member (not one mask per member);
-            # each part keeps the ports' order, as sel[members == m] would
-            # (members as uint16: numpy sorts them stably by radix, in linear time)
-            if len(group) <= 65536:
-                members = members.astype(np.uint16)
-            order = np.argsort(members, kind="stable")
-            cuts = np.searchsorted(members[order], np.arange(len(group) + 1)).tolist()
-            by_member = sel[order]
-            for m in range(len(group) - 1, -1, -1):
-                chosen = by_member[cuts[m] : cuts[m + 1]]
-                if len(chosen):
-                    link = int(group[m])
-                    stack.append((int(fab.link_dst[link]), (*path, link), chosen))
-        return out
+                next_at += [link_dst[link] for link in group]
+                next_paths += [(*path, link) for link in group]
+        return next_at, next_paths
+
+    def _relabel(
+        self,
+        label: np.ndarray | None,
+        src: int,
+        dst: int,
+        ports: np.ndarray,
+        crc: np.ndarray,
+        at: list[int],
+        groups: list[list[int] | None],
+    ) -> np.ndarray:
+        """The ports' slots after a hop of :meth:`_walk` where some group has several
+        members: the first of their slot's children, plus their member."""
+        member = self._members(src, dst, ports, crc, label, at, groups)
+        if label is None:
+            label = self._scratch("label", len(ports), np.int64)
+            label[:] = member
+            return label
+        children = [max(len(g), 1) if g is not None else 1 for g in groups]
+        if len(set(children)) == 1:  # perf: slot i's children start at i * radix
+            label *= children[0]
+        else:
+            start = np.cumsum([0, *children[:-1]])
+            label = start[label]
+        label += member
+        return label
+
+    def _members(
+        self,
+        src: int,
+        dst: int,
+        ports: np.ndarray,
+        crc: np.ndarray,
+        label: np.ndarray | None,
+        at: list[int],
+        groups: list[list[int] | None],
+    ) -> np.ndarray:
+        """The member of its slot's group each port takes at one stage of :meth:`_walk` (0 if
+        the group has one member, or none): the NIC rule's, or its switch's hash (one array pass
+        per tier of the stage's switches, over the ports at them)."""
+        fab = self.fabric
+        ruled: list[int] = []  # slots at a NIC whose rule picks the member
+        by_tier: dict[int, list[int]] = {}  # slots whose switch hashes, by its tier
+        for i, (node, group) in enumerate(zip(at, groups, strict=True)):
+            if group is not None and len(group) > 1:
+                node_tier = int(fab.node_tier[node])
+                if node_tier == NIC and self.nic_rule is not None:
+                    ruled.append(i)
+                else:
+                    by_tier.setdefault(node_tier, []).append(i)
+        picks: list[tuple[list[int], int | None]] = [(rows, t) for t, rows in by_tier.items()]
+        picks += [([i], None) for i in ruled]  # tier None: the NIC's rule
+        member = None
+        for rows, tier in picks:
+            sel = _ports_in(label, rows, len(at))
+            if tier is None:
+                assert self.nic_rule is not None
+                picked = self.nic_rule.members(src, dst, ports[sel], groups[rows[0]])
+            else:
+                picked = self._hashed(tier, rows, at, groups, crc[sel], label, sel)
+            if isinstance(sel, slice):  # these slots are all of them
+                return picked
+            if member is None:
+                member = self._scratch("member", len(ports), np.int64)
+                member.fill(0)
+            member[sel] = picked
+        assert member is not None
+        return member
+
+    def _hashed(
+        self,
+        tier: int,
+        rows: list[int],
+        at: list[int],
+        groups: list[list[int] | None],
+        crc: np.ndarray,
+        label: np.ndarray | None,
+        sel: slice | np.ndarray,
+    ) -> np.ndarray:
+        """The members the switches of slots ``rows`` (all at ``tier``) pick for the keys
+        ``crc``: those of the ports ``sel``, in slots ``label[sel]``."""
+        nodes = [at[i] for i in rows]
+        sizes = [len(g) for i in rows if (g := groups[i]) is not None]
+        if len(rows) == 1:
+            salt: int | np.ndarray = int(self.salts[nodes[0]])
+        else:
+            assert label is not None  # several slots: the ports were split
+            salts = np.zeros(len(at), dtype=np.uint32)
+            salts[rows] = self.salts[nodes]
+            salt = np.take(salts, label[sel], out=self._scratch("salt", len(crc), np.uint32))
+        h = switch_hash(crc, self.method, salt, tier, self._scratch("hash", len(crc), np.uint32))
+        work = self._scratch("work", len(crc), np.uint32)
+        if len(set(sizes)) == 1:
+            return _modulo(h, sizes[0], work)
+        size = np.ones(len(at), dtype=np.uint32)
+        size[rows] = sizes
+        assert label is not None
+        return _modulo(h, size[label[sel]], work)
 
     def stage_members(self, src: int, dst: int) -> list[np.ndarray]:
         """Member index chosen at each multi-member ECMP stage, for all 65,536 ports.
