@@ -139,7 +139,7 @@ class FlowEngine:
         self.seq += 1
 
     def _arrive(self, flow: int) -> None:
-        src, dst = self._src[flow], self._dst[flow]
+        src, dst = int(self._src[flow]), int(self._dst[flow])  # Python ints: cache keys
         self.started[flow] = self.now
         conns = self.policy.connections(flow)
         self._pending[flow] = len(conns)
