@@ -15,6 +15,7 @@ import os
 import sys
 
 COMPILED = (
+    "fabricsim.routing.mix",
     "fabricsim.packetsim.core",
     "fabricsim.cc.base",
     "fabricsim.cc.nscc",

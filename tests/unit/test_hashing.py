@@ -12,7 +12,8 @@ from scipy.stats import chisquare
 
 from fabricsim.config import TopologyConfig
 from fabricsim.routing import Router
-from fabricsim.routing.hashing import PORT_TABLE, base_crc, crc32_5tuple, fmix32, fmix32_int
+from fabricsim.routing.hashing import PORT_TABLE, base_crc, crc32_5tuple, fmix32
+from fabricsim.routing.mix import fmix32_int
 from fabricsim.topology import build_fabric
 
 FAT8 = build_fabric(TopologyConfig(kind="fat_tree", k=8))

@@ -4,10 +4,12 @@ cimport cython
 from fabricsim.cc.base cimport CongestionControl
 from fabricsim.lb.spraying cimport SprayingStrategy
 from fabricsim.packetsim.core cimport Packet, PacketPool, Route, Sim
+from fabricsim.packetsim.forwarding cimport RouteTable
 
 cdef class NicEnv:
     cdef public Sim sim
-    cdef public object routes, cfg, window_packets, on_rx_done, on_tx_failed, rand_of
+    cdef public RouteTable routes
+    cdef public object cfg, window_packets, on_rx_done, on_tx_failed, rand_of
     cdef public object monitor, spine
     cdef public dict rcache
     cdef public PacketPool pool

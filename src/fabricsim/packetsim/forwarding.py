@@ -30,6 +30,7 @@ Every random draw comes from seeded streams (``switch/hash``, ``switch/lb``).
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,7 @@ from fabricsim.engine_api import route_key
 from fabricsim.lb.switch import MemberChoice, SwitchContext, switch_method
 from fabricsim.packetsim.core import DATA, Packet, Port, Route, Sim
 from fabricsim.routing.hashing import hash_method, scalar_hash
+from fabricsim.routing.mix import fmix32_int, fmix32_scalar
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import NIC, Fabric
 
@@ -46,10 +48,12 @@ class Forwarding:
     """Interface: which member of a switch's ECMP group a packet takes, by its header.
 
     ``key(src, dst, entropy)`` is computed once per packet header (for ECMP: the CRC-32 of the
-    5-tuple); ``member(switch, group_size, key)`` is the switch's choice.
+    5-tuple); ``member(switch, group_size, key)`` is the switch's choice.  ``static``: the
+    choice is a function of the packet's header alone (so routes can be cached).
     """
 
-    static = True  # the choice is a function of the packet's header alone (cacheable)
+    def __init__(self) -> None:
+        self.static = True
 
     def key(self, src: int, dst: int, entropy: int) -> int:
         return 0
@@ -61,31 +65,36 @@ class Forwarding:
 class EcmpForwarding(Forwarding):
     """Per-flow ECMP: the switch's hash of the 5-tuple (``switch.hash_method``).
 
-    Same result as :meth:`Router.member` on ``router.key(src, dst, entropy)``,
-    with the switches' salts and tiers held as Python ints.
+    Same result as :meth:`Router.member` on ``router.key(src, dst, entropy)``, with the
+    switches' salts and tiers in integer tables.
     """
 
     def __init__(self, router: Router) -> None:
+        super().__init__()
         self.router = router
         self.method = router.method
-        self.salts = [int(x) for x in router.salts]
-        self.tiers = [int(x) for x in router.fabric.node_tier]
+        self.salts = array("q", [int(x) for x in router.salts])
+        self.tiers = array("q", [int(x) for x in router.fabric.node_tier])
         self.scalar = scalar_hash(self.method)  # perf: switch_hash_int without the lookup
+        # perf: the default method's scalar is fmix32_int, called directly (a C call compiled)
+        self.mixed = self.scalar is fmix32_scalar
 
     def key(self, src: int, dst: int, entropy: int) -> int:
         return self.router.key(src, dst, entropy)
 
     def member(self, switch: int, group_size: int, key: int) -> int:
-        h = self.scalar((key ^ self.salts[switch]) & 0xFFFFFFFF, self.tiers[switch])
-        return h % group_size
+        x = (key ^ self.salts[switch]) & 0xFFFFFFFF
+        if self.mixed:
+            return fmix32_int(x) % group_size
+        return self.scalar(x, self.tiers[switch]) % group_size
 
 
 class RandomForwarding(Forwarding):
     """``hash_method: random``: a uniformly random member per packet and stage."""
 
-    static = False
-
     def __init__(self, rand: Callable[[], float]) -> None:
+        super().__init__()
+        self.static = False
         self.rand = rand
 
     def member(self, switch: int, group_size: int, key: int) -> int:
@@ -197,6 +206,13 @@ class RouteTable:
     on ``sink``.  ``cache`` keys are ``route_key(src, dst) | entropy``.  With
     ``choices`` (one :class:`MemberChoice` per node; ``port_objs`` the ports themselves) data
     routes run through :class:`Decider` elements; ``spine`` is the spine-flow recorder.
+
+    The ECMP groups a route reads are kept in an integer table by what they depend on
+    (:meth:`Fabric.group_key`): a switch's group toward a host is the host's downlink at the
+    host's own leaf, else the same for every host of the leaf.  ``gidx[(node - hosts) x leaves
+    + row of the leaf]`` is 1 + the group's index in ``glist`` (0: not looked up yet), and
+    ``down[dst]`` the downlink group.  # perf: an array read per stage instead of a dict
+    lookup keyed by a new tuple (a k = 16 fabric has 300,000 (switch, host) pairs)
     """
 
     def __init__(
@@ -215,21 +231,32 @@ class RouteTable:
         self.ports, self.nics, self.nic_ctrl, self.sink = ports, nics, nic_ctrl, sink
         self.choices, self.port_objs = choices, port_objs or []
         self.spine: Any = None
-        self.top_of = [top_index.get(n, -1) for n in range(fabric.num_nodes)]
-        self.link_dst = [int(x) for x in fabric.link_dst]
-        self.uplink = [int(x) for x in fabric.host_uplink]
+        self.top_of = array("q", [top_index.get(n, -1) for n in range(fabric.num_nodes)])
+        self.link_dst = array("q", [int(x) for x in fabric.link_dst])
+        self.uplink = array("q", [int(x) for x in fabric.host_uplink])
         # a NIC stage that does not hash (nic.plane_select, PXN): the source NIC's rule
         self.nic_rule = (
             forwarding.router.nic_rule if isinstance(forwarding, EcmpForwarding) else None
         )
         self.nic_stage = bool((fabric.node_tier == NIC).any())  # hosts reach NIC nodes first
         self.cache: dict[int, Route] = {}
-        self.groups: dict[tuple[int, int], tuple[int, ...]] = {}
         self.shared: dict[int, tuple[int, ...]] = {}  # the distinct groups (Fabric.group_key)
         self.paths: dict[tuple[tuple[int, ...], bool], Route] = {}
         self.roots: dict[tuple[int, ...], tuple[tuple[Callable, ...], Route | None]] = {}
         self.built = 0
         self.static = forwarding.static
+        self.hosts = fabric.num_hosts
+        host_leaf = [int(x) for x in fabric.host_leaf]
+        self.host_leaf = array("q", host_leaf)
+        leaves = sorted(set(host_leaf))
+        row = [-1] * fabric.num_nodes
+        for i, leaf in enumerate(leaves):
+            row[leaf] = i
+        self.leaf_row = array("q", row)
+        self.nleaves = len(leaves)
+        self.gidx = array("i", bytes(4 * (fabric.num_nodes - self.hosts) * self.nleaves))
+        self.glist: list[tuple[int, ...]] = []
+        self.down: list[tuple[int, ...] | None] = [None] * self.hosts
 
     def get(self, src: int, dst: int, entropy: int) -> Route:
         """The route of a packet from ``src`` to ``dst`` on ``entropy`` (cached if static)."""
@@ -245,27 +272,40 @@ class RouteTable:
 
     def group(self, switch: int, dst: int) -> tuple[int, ...]:
         """The ECMP group (out-link ids) of ``switch`` toward host ``dst``."""
-        g = self.groups.get((switch, dst))
-        if g is None:
-            key = self.fabric.group_key(switch, dst)  # perf: shared by the hosts of a leaf
-            g = self.shared.get(key)
+        leaf = self.host_leaf[dst]
+        if switch == leaf:
+            g = self.down[dst]
             if g is None:
-                g = self.shared[key] = tuple([int(x) for x in self.fabric.ecmp_group(switch, dst)])
-            self.groups[(switch, dst)] = g
+                g = self.down[dst] = self._fabric_group(switch, dst)
+            return g
+        if switch < self.hosts:  # (no host forwards: as the fabric says)
+            return self._fabric_group(switch, dst)
+        i = (switch - self.hosts) * self.nleaves + self.leaf_row[leaf]
+        j = self.gidx[i]
+        if j:
+            return self.glist[j - 1]
+        g = self._fabric_group(switch, dst)
+        self.glist.append(g)
+        self.gidx[i] = len(self.glist)
+        return g
+
+    def _fabric_group(self, switch: int, dst: int) -> tuple[int, ...]:
+        key = self.fabric.group_key(switch, dst)  # perf: one tuple per distinct group
+        g = self.shared.get(key)
+        if g is None:
+            g = self.shared[key] = tuple([int(x) for x in self.fabric.ecmp_group(switch, dst)])
         return g
 
     def _build(self, src: int, dst: int, entropy: int) -> Route:
         self.built += 1
-        fwd, link_dst, groups = self.forwarding, self.link_dst, self.groups
+        fwd, link_dst = self.forwarding, self.link_dst
         hkey = fwd.key(src, dst, entropy)
         link = self.uplink[src]
         links = [link]
         node = link_dst[link]
         ok = True
         while node != dst:
-            g = groups.get((node, dst))
-            if g is None:
-                g = self.group(node, dst)
+            g = self.group(node, dst)
             n = len(g)
             if n == 0:
                 ok = False
@@ -303,11 +343,11 @@ class RouteTable:
         return route
 
     def _route(self, links: tuple[int, ...], ok: bool, dst: int) -> Route:
-        hops = tuple(self.ports[x] for x in links)
-        data = (*hops, self.nics[dst] if ok else self.sink)
-        ctrl = (*hops, self.nic_ctrl[dst] if ok else self.sink)
-        link_dst = self.link_dst
-        tops = tuple(self.top_of[link_dst[x]] for x in links if self.top_of[link_dst[x]] >= 0)
+        ports, top_of, link_dst = self.ports, self.top_of, self.link_dst
+        hops = [ports[x] for x in links]
+        data = tuple([*hops, self.nics[dst] if ok else self.sink])
+        ctrl = tuple([*hops, self.nic_ctrl[dst] if ok else self.sink])
+        tops = tuple([top_of[link_dst[x]] for x in links if top_of[link_dst[x]] >= 0])
         return Route(links, data, ctrl, self.fabric.path_label(links), ok, tops)
 
     # -- live member choice ---------------------------------------------------------------------
@@ -317,7 +357,7 @@ class RouteTable:
         path = list(links)
         node = self.link_dst[path[-1]]
         while node != dst:
-            g = self.groups.get((node, dst)) or self.group(node, dst)
+            g = self.group(node, dst)
             if len(g) != 1:
                 return tuple(path), (node if g else -1)
             path.append(g[0])

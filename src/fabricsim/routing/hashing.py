@@ -34,6 +34,7 @@ from typing import Final
 import numpy as np
 
 from fabricsim.config.names import register_name, unregister_name
+from fabricsim.routing.mix import fmix32_scalar
 
 UDP: Final = 17
 KEY_LEN: Final = 13
@@ -133,15 +134,6 @@ def _fmix32_into(h: np.ndarray) -> np.ndarray:
     return h
 
 
-def fmix32_int(h: int) -> int:
-    """Scalar :func:`fmix32` on Python ints (for per-packet use)."""
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
-    return h ^ (h >> 16)
-
-
 def _rotr(h: np.ndarray, bits: int) -> np.ndarray:
     bits %= 32
     if bits == 0:
@@ -210,7 +202,7 @@ register_hash(
     HashMethod(
         "crc32WithSalt",
         lambda x, tier: _fmix32_into(x),
-        lambda x, tier: fmix32_int(x),
+        fmix32_scalar,
         "murmur3's finaliser of crc ^ salt: successive stages' choices independent",
     )
 )

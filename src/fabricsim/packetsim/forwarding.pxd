@@ -1,0 +1,40 @@
+# C types of packetsim/forwarding.py for the compiled build (setup.py; the .py is the
+# implementation).  Keep in step with forwarding.py: every attribute a class sets, every
+# method the route building calls.
+cimport cython
+from fabricsim.packetsim.core cimport Route
+from fabricsim.routing.mix cimport fmix32_int
+
+cdef class Forwarding:
+    cdef public bint static
+    cpdef long long key(self, long long src, long long dst, long long entropy)
+    cpdef long long member(self, long long switch, long long group_size, long long key)
+
+cdef class EcmpForwarding(Forwarding):
+    cdef public object router, scalar
+    cdef public str method
+    cdef public long long[:] salts, tiers
+    cdef public bint mixed
+    @cython.locals(x=cython.longlong, h=cython.longlong)
+    cpdef long long member(self, long long switch, long long group_size, long long key)
+
+cdef class RandomForwarding(Forwarding):
+    cdef public object rand
+
+cdef class RouteTable:
+    cdef public object fabric, sink, spine, nic_rule
+    cdef public Forwarding forwarding
+    cdef public list ports, nics, nic_ctrl, choices, port_objs, glist, down
+    cdef public long long[:] top_of, link_dst, uplink, host_leaf, leaf_row
+    cdef public int[:] gidx
+    cdef public bint nic_stage, static
+    cdef public dict cache, shared, paths, roots
+    cdef public long long built, hosts, nleaves
+    cpdef Route get(self, long long src, long long dst, long long entropy)
+    @cython.locals(leaf=cython.longlong, i=cython.Py_ssize_t, j=cython.longlong, g=tuple)
+    cpdef tuple group(self, long long switch, long long dst)
+    @cython.locals(fwd=Forwarding, hkey=cython.longlong, link=cython.longlong,
+                   node=cython.longlong, n=cython.Py_ssize_t, ok=cython.bint, g=tuple,
+                   links=list, link_dst=cython.longlong[:])
+    cpdef Route _build(self, long long src, long long dst, long long entropy)
+    cpdef Route path_route(self, tuple links, bint ok, long long dst)
