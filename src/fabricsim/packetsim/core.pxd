@@ -20,6 +20,10 @@ cdef class Packet:
     cdef public Port prev
     cdef public Packet nxt, bk
 
+cdef class Element:
+    cpdef receive(self, Packet pkt)
+    cpdef wake(self)
+
 cdef class Route:
     cdef public tuple links, hops, ctrl_hops, tops
     cdef public str label
@@ -44,7 +48,7 @@ cdef class Sim:
                    heap=cython.longlong[:])
     cpdef at(self, long long t_ps, object fn, object arg=*)
     @cython.locals(n=cython.longlong, slot=cython.longlong, t=cython.longlong,
-                   mask=cython.longlong)
+                   mask=cython.longlong, el=Element)
     cpdef long long run(self, long long limit_ps)
     @cython.locals(size=cython.Py_ssize_t, t=cython.longlong, key=cython.longlong,
                    i=cython.Py_ssize_t, child=cython.Py_ssize_t, first=cython.Py_ssize_t,
@@ -52,7 +56,7 @@ cdef class Sim:
                    tj=cython.longlong, heap=cython.longlong[:])
     cdef _pop_root(self)
 
-cdef class Port:
+cdef class Port(Element):
     cdef public Sim sim
     cdef public long long link
     cdef public double rate_bps
@@ -65,7 +69,6 @@ cdef class Port:
     cdef public long long hdr
     cdef public object rand
     cdef public long long tx_bytes, tx_pkts, marks, trims, drops, data_drops, peak
-    cdef public object _complete
     cdef public dict lbrec
     cdef public double tail_victim, pmax
     cdef public bint pfc, xoff_sent, paused
@@ -96,6 +99,7 @@ cdef class Port:
     cdef _pfc_release(self, Packet pkt)
     cpdef _send_pause(self, bint xoff)
     cpdef restart(self)
+    cpdef wake(self)
 
 cdef class HostPort(Port):
     cdef public object pull, ctrlq, activeq

@@ -393,9 +393,10 @@ class PacketEngine:
             )
 
     def _entry(self, port: Port) -> Callable:
-        """The callable a route uses to hand a packet to ``port``."""
+        """What a route hands a packet to at ``port``: the port itself (an element), or the
+        method that counts it first."""
         counted = self.sc.records.switch_lb_stats and not isinstance(port, HostPort)
-        return port.receive_counted if counted else port.receive
+        return port.receive_counted if counted else port
 
     def _window_packets(self, host: int) -> int:
         rate = float(self.fabric.link_nominal_bps[self.fabric.host_uplink[host]])
