@@ -33,6 +33,13 @@ import numpy as np
 from fabricsim.engine_api import ACK, DATA, HDR, NACK
 from fabricsim.units import PS_PER_S
 
+try:
+    import cython
+
+    COMPILED = cython.compiled
+except ImportError:  # pure Python without Cython installed
+    COMPILED = False
+
 # fmt: off
 __all__ = [
     "ACK", "DATA", "HDR", "NACK",  # the packet kinds (defined in fabricsim.engine_api)
@@ -257,6 +264,10 @@ class Sim:
             self.free[self.nfree] = slot
             self.nfree += 1
             self._pop_root()
+            if COMPILED and self.size:  # perf: the CPU loads the next event's objects
+                slot = self.heap[1] & mask  # while this one runs (see prefetch in core.pxd)
+                prefetch(self.fns, slot, 4)  # type: ignore[name-defined]  # noqa: F821
+                prefetch(self.args, slot, 3)  # type: ignore[name-defined]  # noqa: F821
             if isinstance(fn, Element):  # perf: a C call compiled (see Element)
                 el = fn
                 if arg is None:
