@@ -3,11 +3,20 @@ errors and every verb's options stay those of the whole program."""
 
 from __future__ import annotations
 
+import importlib
+import subprocess
+import sys
+
 import pytest
 import typer
 
+import fabricsim
+from fabricsim._compat import LazyModule
 from fabricsim.cli import app, main
 from fabricsim.cli.app import _command_for
+from fabricsim.experiments import paired, sweep
+
+CLI_MODULES = ("run", "tools", "sweep", "report", "compare", "study", "keys")
 
 FULL = typer.main.get_command(app)
 VERBS = list(FULL.commands)  # type: ignore[attr-defined]
@@ -72,3 +81,39 @@ def test_the_help_lists_every_verb_and_a_typo_gets_its_suggestion(capsys):
     assert capsys.readouterr().err == "error: No such command 'rn'. Did you mean 'run'?\n"
     assert main(["run", "--sed", "3"]) == 2
     assert "Possible options: --preset, --seed" in capsys.readouterr().err
+
+
+LATER = (  # what `fabricsim run SCENARIO` does without: the verbs import them when they run
+    "fabricsim.analysis",
+    "fabricsim.config.keys",
+    "fabricsim.experiments.backend",
+    "fabricsim.experiments.compare",
+    "fabricsim.experiments.paired",
+    "fabricsim.experiments.plan",
+    "fabricsim.experiments.study",
+    "fabricsim.experiments.sweep",
+    "fabricsim.report",
+    "concurrent.futures",
+    "logging",
+)
+
+
+def test_the_command_line_starts_without_studies_sweeps_reports_and_analysis():
+    code = "import sys, fabricsim.cli\nprint(*sorted(m for m in sys.modules), sep='\\n')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = done.stdout.split()
+    assert "fabricsim.cli.run" in loaded
+    assert [m for m in loaded if m.startswith(LATER)] == []
+
+
+def test_the_modules_imported_on_first_use_exist_and_hold_what_is_read():
+    modules = [fabricsim, *(importlib.import_module(f"fabricsim.cli.{v}") for v in CLI_MODULES)]
+    for module in modules:
+        lazy = [v for v in vars(module).values() if isinstance(v, LazyModule)]
+        lazy += list(vars(module).get("_LAZY", {}).values())
+        for proxy in lazy:
+            importlib.import_module(proxy._LazyModule__name)
+    assert fabricsim.study is paired.study and fabricsim.sweep is sweep.sweep
+    assert {"study", "sweep"} <= set(dir(fabricsim))
+    with pytest.raises(AttributeError, match="no attribute 'stduy'"):
+        fabricsim.stduy  # noqa: B018
