@@ -11,6 +11,8 @@ True
 
 import os as _os
 import sys as _sys
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 if "numpy" not in _sys.modules:
     # perf: OpenBLAS (numpy's BLAS) starts its worker threads when numpy is imported and each
@@ -25,12 +27,34 @@ from fabricsim import _core_build
 
 _core_build.install()  # before anything imports a compiled module (FABRICSIM_PURE, stale builds)
 
+from fabricsim._compat import LazyModule as _LazyModule  # noqa: E402
 from fabricsim.config import Scenario, builtin_names, load_scenario  # noqa: E402
 from fabricsim.errors import ConfigError, EngineRefusal, FabricsimError  # noqa: E402
-from fabricsim.experiments.paired import study  # noqa: E402
-from fabricsim.experiments.sweep import sweep  # noqa: E402
 from fabricsim.metrics import Result  # noqa: E402
 from fabricsim.runner import run  # noqa: E402
+
+if _TYPE_CHECKING:
+    from fabricsim.experiments.paired import study
+    from fabricsim.experiments.sweep import sweep
+else:
+    # perf: ``study`` and ``sweep`` are imported when first read (``fabricsim.study``, ``from
+    # fabricsim import sweep``): a single run needs neither their planner, nor their process
+    # pool, nor the sweep store
+    _LAZY = {
+        "study": _LazyModule("fabricsim.experiments.paired"),
+        "sweep": _LazyModule("fabricsim.experiments.sweep"),
+    }
+
+    def __getattr__(name: str) -> _Any:
+        """``study`` and ``sweep``, imported on first use (PEP 562)."""
+        if name not in _LAZY:
+            raise AttributeError(f"module 'fabricsim' has no attribute {name!r}")
+        value = globals()[name] = getattr(_LAZY[name], name)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_LAZY})
+
 
 __version__ = "0.1.0"
 __all__ = [

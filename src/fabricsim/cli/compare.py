@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from fabricsim._compat import LazyModule
 from fabricsim.cli.app import EngineOpt, PresetOpt, QuietOpt, ScenarioArg, SetOpt, app, with_preset
 from fabricsim.cli.common import engine_option
 from fabricsim.config.loader import load_scenario, parse_set_options
-from fabricsim.experiments.backend import check_workers
-from fabricsim.experiments.compare import compare as run_compare
-from fabricsim.experiments.compare import format_table
 from fabricsim.metrics.outdir import check_out_dir
-from fabricsim.report.plots import compare_figures
+
+if TYPE_CHECKING:
+    from fabricsim.experiments import backend
+    from fabricsim.experiments import compare as comparison
+    from fabricsim.report import plots
+else:  # perf: imported when the verb runs, not at every start of `fabricsim`
+    backend = LazyModule("fabricsim.experiments.backend")
+    comparison = LazyModule("fabricsim.experiments.compare")
+    plots = LazyModule("fabricsim.report.plots")
 
 
 def print_progress(row: dict[str, Any]) -> None:
@@ -48,11 +54,11 @@ def compare(
     """
     if out is not None:
         check_out_dir(out, "compare")  # before loading anything: a bad --out fails at once
-    check_workers(workers)
+    backend.check_workers(workers)
     sc = load_scenario(scenario)
     chosen = None if methods is None else [m.strip() for m in methods.split(",") if m.strip()]
     target = Path(out) if out is not None else Path("runs") / f"compare-{sc.name}"
-    result = run_compare(
+    result = comparison.compare(
         sc,
         engine=engine_option(engine),
         overrides=parse_set_options(with_preset(set_, preset)),
@@ -61,8 +67,8 @@ def compare(
         methods=chosen,
         workers=workers,
         progress=print_progress if not quiet and sys.stderr.isatty() else None,
-        figures=compare_figures,
+        figures=plots.compare_figures,
     )
     if not quiet:
-        typer.echo(format_table(result.table))
+        typer.echo(comparison.format_table(result.table))
         typer.echo(f"wrote {target}/ (compare.csv, runs.csv, compare.png, one directory per run)")

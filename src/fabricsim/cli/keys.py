@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from fabricsim._compat import LazyModule
 from fabricsim.cli.app import app
-from fabricsim.config.keys import close_keys, key_infos, keys_markdown, keys_text
 from fabricsim.errors import ConfigError
+
+if TYPE_CHECKING:
+    from fabricsim.config import keys as config_keys
+else:  # perf: imported when the verb runs, not at every start of `fabricsim`
+    config_keys = LazyModule("fabricsim.config.keys")
 
 
 @app.command()
@@ -26,11 +31,11 @@ def keys(
     if markdown:
         if prefix or as_json:
             raise ConfigError("--markdown: prints every key; give no PREFIX and no --json")
-        typer.echo(keys_markdown(), nl=False)
+        typer.echo(config_keys.keys_markdown(), nl=False)
         return
-    infos = key_infos(prefix)
+    infos = config_keys.key_infos(prefix)
     if not infos:
-        hint = close_keys(prefix.strip().rstrip(".")) if prefix.strip(". ") else []
+        hint = config_keys.close_keys(prefix.strip().rstrip(".")) if prefix.strip(". ") else []
         raise ConfigError(
             f"{prefix}: no such key or section"
             + (f"; did you mean {hint[0]}?" if hint else " (fabricsim keys lists them all)")
@@ -38,4 +43,4 @@ def keys(
     if as_json:
         typer.echo(json.dumps([k.as_dict() for k in infos], indent=1, ensure_ascii=False))
     else:
-        typer.echo(keys_text(infos), nl=False)
+        typer.echo(config_keys.keys_text(infos), nl=False)

@@ -1,18 +1,23 @@
 """The ``report`` verb: DIR/report.html for a run, a study or a sweep (fabricsim.report).
 
-fabricsim.report imports matplotlib only when it draws (report/figures.py), so importing it
-here costs every start-up (``fabricsim --help``, ``--version``, each verb) next to nothing.
+fabricsim.report imports matplotlib only when it draws (report/figures.py), and this module
+imports fabricsim.report when the verb runs: the other verbs do without its pages.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from fabricsim._compat import LazyModule
 from fabricsim.cli.app import QuietOpt, app
-from fabricsim.report import write_report
+
+if TYPE_CHECKING:
+    from fabricsim import report as reports
+else:  # perf: imported when the verb runs, not at every start of `fabricsim`
+    reports = LazyModule("fabricsim.report")
 
 
 @app.command()
@@ -24,6 +29,6 @@ def report(
     quiet: QuietOpt = False,
 ) -> None:
     """Write DIR/report.html: a self-contained HTML report of a run, a study or a sweep."""
-    path = write_report(directory, "png" if png else "svg")
+    path = reports.write_report(directory, "png" if png else "svg")
     if not quiet:
         typer.echo(f"wrote {path}")

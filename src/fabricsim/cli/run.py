@@ -12,12 +12,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 import fabricsim
-from fabricsim._compat import pd, rich_console, rich_table
+from fabricsim._compat import LazyModule, pd, rich_console, rich_table
 from fabricsim.cli.app import (
     EngineOpt,
     PresetOpt,
@@ -37,13 +37,20 @@ from fabricsim.cli.common import (
 )
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
-from fabricsim.experiments.paired import PairedStudy
-from fabricsim.experiments.study import ark_qps_study, offered_load
 from fabricsim.metrics.outdir import check_out_dir
 from fabricsim.metrics.readable import METRIC_LABELS, delta_text, summary_rows
 from fabricsim.metrics.results import dumps_json
-from fabricsim.report.study_plots import ark_figures
 from fabricsim.units import human_number, human_share, seconds_unit
+
+if TYPE_CHECKING:
+    from fabricsim.experiments import study as ark_study
+    from fabricsim.experiments.paired import PairedStudy
+    from fabricsim.report import study_plots
+else:
+    # perf: the default study's modules (the paired-study planner, its process pool, the
+    # report's figures) are imported when it runs, not by every `fabricsim run SCENARIO`
+    ark_study = LazyModule("fabricsim.experiments.study")
+    study_plots = LazyModule("fabricsim.report.study_plots")
 
 
 def _is_tty(quiet: bool) -> bool:
@@ -97,7 +104,7 @@ def print_trend(study: PairedStudy) -> None:
         qps = params.get("workload.qps", sc.workload.qps)  # type: ignore[union-attr]
         for k, v in params.items():
             part = part[part[k] == v]
-        load = offered_load(sc.with_overrides({"workload.qps": qps}))
+        load = ark_study.offered_load(sc.with_overrides({"workload.qps": qps}))
         cells = [_trend_cell(part, m, names) for m in metrics]
         ark = [r.summary for r in study.results(params, names[1])]
         fallbacks = sum(float(x.get("ark_fallbacks", 0)) for x in ark) / max(len(ark), 1)
@@ -137,7 +144,9 @@ def default_study(
     bar = ProgressBar("ARK study", not quiet and sys.stdout.isatty())
     n = workers if workers is not None else max(1, min(4, os.cpu_count() or 1))
     try:
-        study = ark_qps_study(out, sets, seed, seeds, ark_figures, bar, workers=n)
+        study = ark_study.ark_qps_study(
+            out, sets, seed, seeds, study_plots.ark_figures, bar, workers=n
+        )
     finally:
         bar.stop()
     if not quiet:

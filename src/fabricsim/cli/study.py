@@ -6,27 +6,27 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from fabricsim._compat import rich_console, rich_table
+from fabricsim._compat import LazyModule, rich_console, rich_table
 from fabricsim.cli.app import EngineOpt, PresetOpt, QuietOpt, ScenarioArg, SetOpt, app, with_preset
 from fabricsim.cli.common import ProgressBar, engine_option, out_path
 from fabricsim.config.loader import load_scenario, parse_set_options
 from fabricsim.errors import ConfigError
-from fabricsim.experiments.backend import check_workers
 from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
-from fabricsim.experiments.paired import (
-    PairedStudy,
-    parse_vs,
-    point_title,
-    run_paired,
-    study_record,
-)
 from fabricsim.metrics.outdir import check_out_dir
 from fabricsim.metrics.readable import study_point_rows
-from fabricsim.report.study_plots import paired_figures
+
+if TYPE_CHECKING:
+    from fabricsim.experiments import backend, paired
+    from fabricsim.experiments.paired import PairedStudy
+    from fabricsim.report import study_plots
+else:  # perf: imported when the verb runs, not at every start of `fabricsim`
+    backend = LazyModule("fabricsim.experiments.backend")
+    paired = LazyModule("fabricsim.experiments.paired")
+    study_plots = LazyModule("fabricsim.report.study_plots")
 
 
 def print_study(study: PairedStudy, console: rich_console.Console | None = None) -> None:
@@ -50,7 +50,7 @@ def print_study(study: PairedStudy, console: rich_console.Console | None = None)
         part = study.table
         for k, v in params.items():
             part = part[part[k] == v]
-        at = f" at {point_title(params)}" if params else ""
+        at = f" at {paired.point_title(params)}" if params else ""
         table = rich_table.Table(
             title=f"{key}: {' vs '.join(names)}{at}",
             caption=f"mean [95 % CI] over {len(study.seeds)} paired seeds; Δ: change of the "
@@ -91,25 +91,26 @@ def study(
     """Compare two (or more) values of one key on the same seeds: mean, P95, P99 FCT (TTFT,
     CCT) with 95 % confidence intervals and the change against the first value."""
     out_dir = out_path(out, "--out")
-    check_workers(workers)
+    backend.check_workers(workers)
     if workers != 1 and scheduler is not None:
         raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")
-    vs_axis = parse_vs(vs)
+    vs_axis = paired.parse_vs(vs)
     sets = parse_set_options(with_preset(set_, preset))
     name = load_scenario(scenario).name
     target = out_dir or Path("runs") / f"study-{name}"
     check_out_dir(target, "study")
     bar = ProgressBar("study", enabled=not quiet and not as_json and sys.stdout.isatty())
     try:
-        result = run_paired(
+        result = paired.run_paired(
             scenario, vs_axis, grid or [], seeds, sets=sets, engine=engine_option(engine),
             workers=workers, scheduler=scheduler, out=target,
-            figures=lambda d, s: paired_figures(d, s, "svg" if svg else "png"), progress=bar,
+            figures=lambda d, s: study_plots.paired_figures(d, s, "svg" if svg else "png"),
+            progress=bar,
         )  # fmt: skip
     finally:
         bar.stop()
     if as_json:
-        record: dict[str, Any] = study_record(result)
+        record: dict[str, Any] = paired.study_record(result)
         record.pop("runs")
         typer.echo(json.dumps(record, indent=1, ensure_ascii=False, default=str))
         return

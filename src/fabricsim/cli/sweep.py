@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from fabricsim._compat import LazyModule
 from fabricsim.cli.app import EngineOpt, QuietOpt, ScenarioArg, SetOpt, app
 from fabricsim.cli.common import engine_option
 from fabricsim.errors import ConfigError
-from fabricsim.experiments.backend import check_timeout, check_workers
-from fabricsim.experiments.plan import plan_sweep
-from fabricsim.experiments.sweep import describe, failure_error, run_sweep
 from fabricsim.metrics.outdir import check_out_dir
+
+if TYPE_CHECKING:
+    from fabricsim.experiments import backend
+    from fabricsim.experiments import plan as planner
+    from fabricsim.experiments import sweep as sweeps
+else:  # perf: imported when the verb runs, not at every start of `fabricsim`
+    backend = LazyModule("fabricsim.experiments.backend")
+    planner = LazyModule("fabricsim.experiments.plan")
+    sweeps = LazyModule("fabricsim.experiments.sweep")
 
 ListOpt = list[str] | None
 
@@ -46,15 +53,17 @@ def sweep(
     check_out_dir(out, "sweep")  # before planning: a bad --out fails at once
     if workers is not None and scheduler is not None:
         raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")
-    check_workers(workers)
-    check_timeout(connect_timeout)
-    plan = plan_sweep(scenario, grid or [], zip_ or [], seeds, set_ or [], engine_option(engine))
-    outcome = run_sweep(
+    backend.check_workers(workers)
+    backend.check_timeout(connect_timeout)
+    plan = planner.plan_sweep(
+        scenario, grid or [], zip_ or [], seeds, set_ or [], engine_option(engine)
+    )
+    outcome = sweeps.run_sweep(
         plan, out, workers=workers, scheduler=scheduler, timeout_s=connect_timeout,
         progress=not quiet and sys.stderr.isatty(),
     )  # fmt: skip
     if not quiet and not outcome.removed:
-        typer.echo(describe(outcome))
-    error = failure_error(outcome)
+        typer.echo(sweeps.describe(outcome))
+    error = sweeps.failure_error(outcome)
     if error is not None:
         raise error

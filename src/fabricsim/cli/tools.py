@@ -6,11 +6,11 @@ import ipaddress
 import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fabricsim.analysis.ecmp_math import ecmp_collision_stats, monte_carlo_collision_stats
+from fabricsim._compat import LazyModule
 from fabricsim.cli.app import ScenarioArg, SetOpt, app
 from fabricsim.cli.common import out_path, scenario_from_options
 from fabricsim.config.loader import builtin_descriptions
@@ -21,6 +21,11 @@ from fabricsim.metrics.outdir import check_out_file
 from fabricsim.metrics.results import atomic_write
 from fabricsim.routing.inverse import path_ports, stage_ports
 from fabricsim.workloads.trace import messages_text
+
+if TYPE_CHECKING:
+    from fabricsim.analysis import ecmp_math as ecmp
+else:  # perf: imported when the verb runs, not at every start of `fabricsim`
+    ecmp = LazyModule("fabricsim.analysis.ecmp_math")
 
 
 @app.command()
@@ -42,9 +47,9 @@ def ecmp_math(
 ) -> None:
     """Exact ECMP collision statistics of N flows hashed onto M uplinks."""
     try:
-        stats = ecmp_collision_stats(flows, uplinks, qp_scaling)
+        stats = ecmp.ecmp_collision_stats(flows, uplinks, qp_scaling)
         mc = (
-            monte_carlo_collision_stats(flows, uplinks, qp_scaling, trials=monte_carlo)
+            ecmp.monte_carlo_collision_stats(flows, uplinks, qp_scaling, trials=monte_carlo)
             if monte_carlo
             else None
         )
