@@ -93,9 +93,7 @@ LATER = (  # what `fabricsim run SCENARIO` does without: the verbs import them w
     "fabricsim.experiments.study",
     "fabricsim.experiments.sweep",
     "fabricsim.report",
-    "concurrent.futures",
-    "logging",
-)
+)  # (not the stdlib's concurrent.futures or logging: some pydantic versions import asyncio)
 
 
 def test_the_command_line_starts_without_studies_sweeps_reports_and_analysis():
