@@ -10,6 +10,7 @@ cdef class RepsSpraying(SprayingStrategy):
     cdef public object rand, clock
     cdef public bint freezing
 
+    @cython.locals(r=cython.double)
     cpdef long long _explore(self, str reason)
     @cython.locals(head=cython.longlong)
     cpdef long long _take_oldest(self)

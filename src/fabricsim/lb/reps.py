@@ -127,7 +127,8 @@ class RepsSpraying(SprayingStrategy):
         self.explored = True
         self.reason = reason
         self.explorations += 1
-        return int(self.rand() * self.value_set)
+        r = self.rand()  # (a C double compiled: no Python float arithmetic)
+        return int(r * self.value_set)
 
     def _take_oldest(self) -> int:
         self.explored = False

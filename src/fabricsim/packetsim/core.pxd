@@ -19,6 +19,8 @@ cdef extern from *:
 
 cdef bint COMPILED
 
+cdef inline double _draw(object rand)
+
 cdef class SharedBuffer:
     cdef public long long size, used, peak
     cdef public double alpha
@@ -57,7 +59,7 @@ cdef class Sim:
     cdef public bint stopped
     # the integer tables: array('q') objects, read as C arrays
     cdef public long long[:] heap, free
-    cdef public list fns, args
+    cdef public list objs
     @cython.locals(slot=cython.longlong, seq=cython.longlong, key=cython.longlong,
                    i=cython.Py_ssize_t, up=cython.Py_ssize_t, tu=cython.longlong,
                    heap=cython.longlong[:])

@@ -160,6 +160,11 @@ _SEQ_LIMIT = 1 << 37  # 1 << (63 - _SLOT_BITS), a literal: compiled, C would shi
 """Events one calendar can schedule in a run (2**37, about 1.4e11)."""
 
 
+def _draw(rand: Callable[[], float]) -> float:
+    """One draw of ``rand`` (compiled: a C double, so the arithmetic on it is C's)."""
+    return rand()
+
+
 class Sim:
     """Clock and event calendar shared by every element of one simulation (no global state).
 
@@ -168,14 +173,14 @@ class Sim:
     including events scheduled at the current time while it is being processed.  Heap position
     ``i`` is the pair ``heap[2i]`` = the event's time and ``heap[2i + 1]`` = its key, the
     insertion number shifted left by :data:`_SLOT_BITS` plus its slot (so keys order as
-    insertion numbers do); slot ``k`` holds the callback ``fns[k]`` and argument ``args[k]``
+    insertion numbers do); slot ``k`` holds the callback ``objs[2k]`` and argument ``objs[2k + 1]``
     (the heap moves two integers, never the objects); ``free[:nfree]`` lists the unused slots.
     The integer tables are ``array('q')`` (the compiled build reads them as C arrays); they
     double when full.  # perf: a node's four children are 64 bytes side by side, times and
     keys interleaved, so a step of a sift touches one cache line
     """
 
-    __slots__ = ("now", "events", "stopped", "seq", "size", "nfree", "heap", "free", "fns", "args")
+    __slots__ = ("now", "events", "stopped", "seq", "size", "nfree", "heap", "free", "objs")
 
     def __init__(self, capacity: int = 1024) -> None:
         self.now = 0
@@ -186,8 +191,9 @@ class Sim:
         self.heap = array("q", bytes(16 * capacity))
         self.free = array("q", range(capacity - 1, -1, -1))
         self.nfree = capacity
-        self.fns: list[Any] = [None] * capacity  # callbacks (None: a free slot)
-        self.args: list[Any] = [None] * capacity
+        # callback and argument of each slot side by side (None: a free slot); perf: one
+        # cache line holds both
+        self.objs: list[Any] = [None] * (2 * capacity)
 
     def at(self, t_ps: int, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Call ``fn(arg)`` at time ``t_ps`` (never earlier than now)."""
@@ -197,8 +203,8 @@ class Sim:
             self._grow()
         self.nfree -= 1
         slot = self.free[self.nfree]
-        self.fns[slot] = fn
-        self.args[slot] = arg
+        self.objs[2 * slot] = fn
+        self.objs[2 * slot + 1] = arg
         seq = self.seq
         if seq >= _SEQ_LIMIT:
             raise RuntimeError(f"more than {_SEQ_LIMIT:,} events scheduled in one run")
@@ -220,7 +226,7 @@ class Sim:
 
     def _grow(self) -> None:
         """Double the tables (the new slots are free)."""
-        cap = len(self.fns)
+        cap = len(self.objs) // 2
         if 2 * cap > 1 << _SLOT_BITS:
             raise RuntimeError(f"more than {1 << _SLOT_BITS:,} events pending at once")
         heap = array("q", self.heap)
@@ -230,8 +236,7 @@ class Sim:
         free.frombytes(bytes(8 * cap))  # room for every slot
         self.free = free
         self.nfree = cap
-        self.fns.extend([None] * cap)
-        self.args.extend([None] * cap)
+        self.objs.extend([None] * (2 * cap))
 
     @property
     def pending(self) -> int:
@@ -241,7 +246,7 @@ class Sim:
     def pending_args(self) -> list[Any]:
         """The arguments of the events scheduled and not yet processed (any order)."""
         mask = (1 << _SLOT_BITS) - 1
-        return [self.args[self.heap[2 * i + 1] & mask] for i in range(self.size)]
+        return [self.objs[2 * (self.heap[2 * i + 1] & mask) + 1] for i in range(self.size)]
 
     def run(self, limit_ps: int) -> int:
         """Process events in time order until none is left or the next is after ``limit_ps``.
@@ -257,17 +262,17 @@ class Sim:
                 break
             self.now = t
             slot = self.heap[1] & mask
-            fn = self.fns[slot]
-            arg = self.args[slot]
-            self.fns[slot] = None
-            self.args[slot] = None
+            fn = self.objs[2 * slot]
+            arg = self.objs[2 * slot + 1]
+            self.objs[2 * slot] = None
+            self.objs[2 * slot + 1] = None
             self.free[self.nfree] = slot
             self.nfree += 1
             self._pop_root()
             if COMPILED and self.size:  # perf: the CPU loads the next event's objects
                 slot = self.heap[1] & mask  # while this one runs (see prefetch in core.pxd)
-                prefetch(self.fns, slot, 4)  # type: ignore[name-defined]  # noqa: F821
-                prefetch(self.args, slot, 3)  # type: ignore[name-defined]  # noqa: F821
+                prefetch(self.objs, 2 * slot, 4)  # type: ignore[name-defined]  # noqa: F821
+                prefetch(self.objs, 2 * slot + 1, 3)  # type: ignore[name-defined]  # noqa: F821
             if isinstance(fn, Element):  # perf: a C call compiled (see Element)
                 el = fn
                 if arg is None:
@@ -639,7 +644,7 @@ class Port(Element):
             # ECN at dequeue, RED-like on the data left queued
             if q > self.kmin and (
                 q >= self.kmax
-                or self.rand() * (self.kmax - self.kmin) < self.pmax * (q - self.kmin)
+                or _draw(self.rand) * (self.kmax - self.kmin) < self.pmax * (q - self.kmin)
             ):
                 if not pkt.ecn:
                     self.marks += 1
