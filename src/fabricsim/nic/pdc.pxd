@@ -6,6 +6,15 @@ from fabricsim.lb.spraying cimport SprayingStrategy
 from fabricsim.packetsim.core cimport Packet, PacketPool, Route, Sim
 from fabricsim.packetsim.forwarding cimport RouteTable
 
+cdef class TxQueue:
+    cdef public long long[:] buf
+    cdef public long long head, n, mask
+    @cython.locals(i=cython.longlong, buf=cython.longlong[:])
+    cpdef push(self, long long deadline, long long psn, long long t0, long long entropy)
+    cpdef long long first(self, long long k)
+    cpdef pop(self)
+    cpdef clear(self)
+
 cdef class NicEnv:
     cdef public Sim sim
     cdef public RouteTable routes
@@ -27,7 +36,7 @@ cdef class Pdc:
     cdef public long long flow, index, src, dst, src_port, size, npkts, mss
     cdef public long long wire_full, wire_last, last_payload, next_psn
     cdef public bytearray st, tmo
-    cdef public object sent_ts
+    cdef public long long[:] sent_ts
     cdef public long long una
     cdef public object ack_w
     cdef public long long acked_pkts, acked_bytes, inflight
@@ -39,7 +48,7 @@ cdef class Pdc:
     cdef public RxState rx
     cdef public list rto_q
     cdef public long long rto_at, rto_tok
-    cdef public object fd_q
+    cdef public TxQueue fd_q
     cdef public long long fd_at
     cdef public double rate_cap_bps, next_send_ps, floor_bytes
     cdef public long long first_entropy
@@ -53,8 +62,14 @@ cdef class Pdc:
                    spray=SprayingStrategy, route=Route)
     cpdef Packet _emit(self, long long psn, long long size, bint retx)
     # level stays a Python int: rto << level may pass 64 bits (capped at NEVER_PS)
-    @cython.locals(deadline=cython.longlong, fd=cython.longlong, env=NicEnv)
+    @cython.locals(deadline=cython.longlong, fd=cython.longlong, env=NicEnv, q=TxQueue)
     cpdef _track(self, long long psn, long long now, long long entropy)
+    @cython.locals(now=cython.longlong, st=bytearray, ts=cython.longlong[:], nxt=cython.longlong,
+                   q=TxQueue, psn=cython.longlong, entropy=cython.longlong)
+    cpdef _on_rto(self, object tok)
+    @cython.locals(now=cython.longlong, st=bytearray, ts=cython.longlong[:], q=TxQueue,
+                   psn=cython.longlong, entropy=cython.longlong)
+    cpdef _on_fd(self, object _)
     @cython.locals(una=cython.longlong, acked=cython.longlong,
                    psn=cython.longlong, size=cython.longlong, last=cython.longlong,
                    t=cython.longlong, st=bytearray, now=cython.longlong, ts=cython.longlong,
@@ -72,9 +87,11 @@ cdef class Pdc:
 
 cdef class RocePdc(Pdc):
     @cython.locals(cack=cython.longlong, ts=cython.longlong, hi=cython.longlong,
-                   stale=cython.bint, psn=cython.longlong, st=bytearray)
+                   stale=cython.bint, psn=cython.longlong, st=bytearray,
+                   sent=cython.longlong[:])
     cpdef on_nack(self, Packet pkt)
     @cython.locals(psn=cython.longlong, state=cython.int, st=bytearray)
     cpdef _go_back(self, long long first)
-    @cython.locals(p=cython.longlong, t0=cython.longlong, st=bytearray)
+    @cython.locals(p=cython.longlong, t0=cython.longlong, st=bytearray,
+                   sent=cython.longlong[:])
     cpdef _timeout(self, long long psn, long long entropy)

@@ -69,6 +69,59 @@ NEVER_PS = 1 << 62
 _GOLDEN = 0.6180339887498949  # phases of successive connections: frac(i x golden ratio)
 
 
+class TxQueue:
+    """Transmissions in the order they were sent, each (deadline, psn, send time, entropy):
+    one ring of integers that doubles when full (perf: no tuple or int objects per packet).
+
+    ``n`` entries from ``head``; :meth:`first` reads field ``k`` of the oldest.
+
+    Examples
+    --------
+    >>> q = TxQueue()
+    >>> for psn in range(20):
+    ...     q.push(100 + psn, psn, 7, 3)
+    >>> q.pop(); q.n, q.first(0), q.first(1)
+    (19, 101, 1)
+    """
+
+    __slots__ = ("buf", "head", "n", "mask")
+
+    def __init__(self) -> None:
+        self.buf = array("q", bytes(8 * 4 * 16))
+        self.head = 0
+        self.n = 0
+        self.mask = 15
+
+    def push(self, deadline: int, psn: int, t0: int, entropy: int) -> None:
+        if self.n > self.mask:
+            self._grow()
+        i = 4 * ((self.head + self.n) & self.mask)
+        buf = self.buf
+        buf[i] = deadline
+        buf[i + 1] = psn
+        buf[i + 2] = t0
+        buf[i + 3] = entropy
+        self.n += 1
+
+    def first(self, k: int) -> int:
+        return self.buf[4 * self.head + k]
+
+    def pop(self) -> None:
+        self.head = (self.head + 1) & self.mask
+        self.n -= 1
+
+    def clear(self) -> None:
+        self.head = self.n = 0
+
+    def _grow(self) -> None:
+        size = 4 * (self.mask + 1)
+        start = 4 * self.head
+        old = self.buf
+        buf = array("q", [old[(start + j) % size] for j in range(size)])
+        buf.frombytes(bytes(8 * size))
+        self.buf, self.head, self.mask = buf, 0, 2 * self.mask + 1
+
+
 class NicEnv:
     """What every NIC and PDC of one simulation shares (no global state): the simulation,
     routes, packet pool and NIC keys, the engine's callbacks, and settings derived once from
@@ -191,10 +244,10 @@ class Pdc:
         self.in_active = self.closed = self.failed = self.wake_pending = False
         self.acked_ps = -1  # when the sender saw every packet acknowledged
         self.rx = RxState()
-        self.rto_q: list[deque[tuple[int, int, int, int]]] = [deque()]
+        self.rto_q: list[TxQueue] = [TxQueue()]  # one per RTO back-off level
         self.rto_at = -1
         self.rto_tok = 0
-        self.fd_q: deque[tuple[int, int, int, int]] = deque()
+        self.fd_q = TxQueue()
         self.fd_at = -1
         self.rate_cap_bps = rate_cap_bps
         self.paced = rate_cap_bps != float("inf")
@@ -305,13 +358,14 @@ class Pdc:
         deadline = now + min(env.rto_ps << level, NEVER_PS)
         if level:
             while level >= len(self.rto_q):
-                self.rto_q.append(deque())
-        self.rto_q[level].append((deadline, psn, now, entropy))
+                self.rto_q.append(TxQueue())
+        q = self.rto_q[level]
+        q.push(deadline, psn, now, entropy)
         if self.rto_at < 0 or deadline < self.rto_at:
             self._arm_rto(deadline)
         if env.fd_mult:
             fd = now + int(env.fd_mult * self.cc.base_rtt_ps)
-            self.fd_q.append((fd, psn, now, entropy))
+            self.fd_q.push(fd, psn, now, entropy)
             if self.fd_at < 0:
                 self.fd_at = fd
                 env.sim.at(fd, self._on_fd)
@@ -442,19 +496,20 @@ class Pdc:
         st, ts = self.st, self.sent_ts
         nxt = -1
         for q in self.rto_q:
-            while q:
-                deadline, psn, t0, entropy = q[0]
-                if st[psn] != OUT or ts[psn] != t0:
-                    q.popleft()
+            while q.n:
+                psn = q.first(1)
+                if st[psn] != OUT or ts[psn] != q.first(2):
+                    q.pop()
                     continue
-                if deadline > now:
+                if q.first(0) > now:
                     break
-                q.popleft()
+                entropy = q.first(3)
+                q.pop()
                 self._timeout(psn, entropy)
                 if self.closed:
                     return
-            if q and (nxt < 0 or q[0][0] < nxt):
-                nxt = q[0][0]
+            if q.n and (nxt < 0 or q.first(0) < nxt):
+                nxt = q.first(0)
         if nxt >= 0 and (self.rto_at < 0 or nxt < self.rto_at):
             self._arm_rto(nxt)
         if not self.in_active and self.retx:
@@ -483,24 +538,25 @@ class Pdc:
             return
         now = self.env.sim.now
         st, ts, q = self.st, self.sent_ts, self.fd_q
-        while q:
-            deadline, psn, t0, entropy = q[0]
-            if st[psn] != OUT or ts[psn] != t0:
-                q.popleft()
+        while q.n:
+            psn = q.first(1)
+            if st[psn] != OUT or ts[psn] != q.first(2):
+                q.pop()
                 continue
-            if deadline > now:
+            if q.first(0) > now:
                 break
-            q.popleft()
+            entropy = q.first(3)
+            q.pop()
             self.nic.early_failures += 1
             self.spray.on_path_failure(entropy)
-        if q:
-            self.fd_at = q[0][0]
+        if q.n:
+            self.fd_at = q.first(0)
             self.env.sim.at(self.fd_at, self._on_fd)
 
     # -- end -------------------------------------------------------------------------------
     def _close(self) -> None:
         self.closed = True
-        self.rto_q = [deque()]
+        self.rto_q = [TxQueue()]
         self.fd_q.clear()
         self.nic.release(self.group)
 
