@@ -61,8 +61,9 @@ cdef class Pdc:
     @cython.locals(now=cython.longlong, entropy=cython.longlong, pkt=Packet, env=NicEnv,
                    spray=SprayingStrategy, route=Route)
     cpdef Packet _emit(self, long long psn, long long size, bint retx)
-    # level stays a Python int: rto << level may pass 64 bits (capped at NEVER_PS)
-    @cython.locals(deadline=cython.longlong, fd=cython.longlong, env=NicEnv, q=TxQueue)
+    # rto << level may pass 64 bits: backed_off() shifts Python ints
+    @cython.locals(deadline=cython.longlong, fd=cython.longlong, env=NicEnv, q=TxQueue,
+                   level=cython.int)
     cpdef _track(self, long long psn, long long now, long long entropy)
     @cython.locals(now=cython.longlong, st=bytearray, ts=cython.longlong[:], nxt=cython.longlong,
                    q=TxQueue, psn=cython.longlong, entropy=cython.longlong)

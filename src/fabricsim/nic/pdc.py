@@ -157,7 +157,8 @@ class NicEnv:
         self.base_rtt_ps = base_rtt_ps
         self.sim, self.routes, self.pool, self.cfg = sim, routes, pool, cfg
         self.rcache = routes.cache  # perf: the route cache itself (cleared in place only)
-        self.rto_ps, self.window_packets, self.freezing_ps = rto_ps, window_packets, freezing_ps
+        self.window_packets, self.freezing_ps = window_packets, freezing_ps
+        self.rto_ps = min(rto_ps, NEVER_PS)  # (a timer past NEVER_PS never fires anyway)
         self.on_rx_done, self.on_tx_failed, self.rand_of = on_rx_done, on_tx_failed, rand_of
         self.monitor, self.spine = monitor, spine
         c = cfg
@@ -355,10 +356,12 @@ class Pdc:
         """Queue the transmission's RTO and early-failure deadlines; arm the timers."""
         env = self.env
         level = self.tmo[psn] if env.rto_backoff else 0
-        deadline = now + min(env.rto_ps << level, NEVER_PS)
         if level:
+            deadline = now + backed_off(env.rto_ps, level)
             while level >= len(self.rto_q):
                 self.rto_q.append(TxQueue())
+        else:  # perf: C integers compiled (a first transmission)
+            deadline = now + env.rto_ps
         q = self.rto_q[level]
         q.push(deadline, psn, now, entropy)
         if self.rto_at < 0 or deadline < self.rto_at:
@@ -631,6 +634,12 @@ class RocePdc(Pdc):
         else:
             self._go_back(self.una)
         self.cc.on_timeout(self.env.sim.now)
+
+
+def backed_off(rto_ps: int, level: int) -> int:
+    """The RTO after ``level`` timeouts, ``rto_ps << level`` capped at :data:`NEVER_PS` (Python
+    ints: the shift may pass 64 bits)."""
+    return min(rto_ps << level, NEVER_PS)
 
 
 def pace_phase_ps(serial: int, wire_last: int, rate_bps: float) -> float:
