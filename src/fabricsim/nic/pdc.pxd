@@ -7,9 +7,9 @@ from fabricsim.packetsim.core cimport Packet, PacketPool, Route, Sim
 from fabricsim.packetsim.forwarding cimport RouteTable
 
 cdef class TxQueue:
-    cdef public long long[:] buf
+    cdef public long long[::1] buf
     cdef public long long head, n, mask
-    @cython.locals(i=cython.longlong, buf=cython.longlong[:])
+    @cython.locals(i=cython.longlong, buf=cython.longlong[::1])
     cpdef push(self, long long deadline, long long psn, long long t0, long long entropy)
     cpdef long long first(self, long long k)
     cpdef pop(self)
@@ -36,7 +36,7 @@ cdef class Pdc:
     cdef public long long flow, index, src, dst, src_port, size, npkts, mss
     cdef public long long wire_full, wire_last, last_payload, next_psn
     cdef public bytearray st, tmo
-    cdef public long long[:] sent_ts
+    cdef public long long[::1] sent_ts
     cdef public long long una
     cdef public object ack_w
     cdef public long long acked_pkts, acked_bytes, inflight
@@ -65,10 +65,10 @@ cdef class Pdc:
     @cython.locals(deadline=cython.longlong, fd=cython.longlong, env=NicEnv, q=TxQueue,
                    level=cython.int)
     cpdef _track(self, long long psn, long long now, long long entropy)
-    @cython.locals(now=cython.longlong, st=bytearray, ts=cython.longlong[:], nxt=cython.longlong,
+    @cython.locals(now=cython.longlong, st=bytearray, ts=cython.longlong[::1], nxt=cython.longlong,
                    q=TxQueue, psn=cython.longlong, entropy=cython.longlong)
     cpdef _on_rto(self, object tok)
-    @cython.locals(now=cython.longlong, st=bytearray, ts=cython.longlong[:], q=TxQueue,
+    @cython.locals(now=cython.longlong, st=bytearray, ts=cython.longlong[::1], q=TxQueue,
                    psn=cython.longlong, entropy=cython.longlong)
     cpdef _on_fd(self, object _)
     @cython.locals(una=cython.longlong, acked=cython.longlong,
@@ -89,10 +89,10 @@ cdef class Pdc:
 cdef class RocePdc(Pdc):
     @cython.locals(cack=cython.longlong, ts=cython.longlong, hi=cython.longlong,
                    stale=cython.bint, psn=cython.longlong, st=bytearray,
-                   sent=cython.longlong[:])
+                   sent=cython.longlong[::1])
     cpdef on_nack(self, Packet pkt)
     @cython.locals(psn=cython.longlong, state=cython.int, st=bytearray)
     cpdef _go_back(self, long long first)
     @cython.locals(p=cython.longlong, t0=cython.longlong, st=bytearray,
-                   sent=cython.longlong[:])
+                   sent=cython.longlong[::1])
     cpdef _timeout(self, long long psn, long long entropy)

@@ -58,11 +58,11 @@ cdef class Sim:
     cdef public long long now, events, seq, size, nfree
     cdef public bint stopped
     # the integer tables: array('q') objects, read as C arrays
-    cdef public long long[:] heap, free
+    cdef public long long[::1] heap, free
     cdef public list objs
     @cython.locals(slot=cython.longlong, seq=cython.longlong, key=cython.longlong,
                    i=cython.Py_ssize_t, up=cython.Py_ssize_t, tu=cython.longlong,
-                   heap=cython.longlong[:])
+                   heap=cython.longlong[::1])
     cpdef at(self, long long t_ps, object fn, object arg=*)
     @cython.locals(n=cython.longlong, slot=cython.longlong, t=cython.longlong,
                    mask=cython.longlong, el=Element)
@@ -70,7 +70,7 @@ cdef class Sim:
     @cython.locals(size=cython.Py_ssize_t, t=cython.longlong, key=cython.longlong,
                    i=cython.Py_ssize_t, child=cython.Py_ssize_t, first=cython.Py_ssize_t,
                    stop=cython.Py_ssize_t, j=cython.Py_ssize_t, tc=cython.longlong,
-                   tj=cython.longlong, heap=cython.longlong[:])
+                   tj=cython.longlong, heap=cython.longlong[::1])
     cdef _pop_root(self)
 
 cdef class Port(Element):

@@ -13,7 +13,7 @@ cdef class Forwarding:
 cdef class EcmpForwarding(Forwarding):
     cdef public object router, scalar
     cdef public str method
-    cdef public long long[:] salts, tiers
+    cdef public long long[::1] salts, tiers
     cdef public bint mixed
     @cython.locals(x=cython.longlong, h=cython.longlong)
     cpdef long long member(self, long long switch, long long group_size, long long key)
@@ -25,8 +25,8 @@ cdef class RouteTable:
     cdef public object fabric, sink, spine, nic_rule
     cdef public Forwarding forwarding
     cdef public list ports, nics, nic_ctrl, choices, port_objs, glist, down
-    cdef public long long[:] top_of, link_dst, uplink, host_leaf, leaf_row
-    cdef public int[:] gidx
+    cdef public long long[::1] top_of, link_dst, uplink, host_leaf, leaf_row
+    cdef public int[::1] gidx
     cdef public bint nic_stage, static
     cdef public dict cache, shared, paths, roots
     cdef public long long built, hosts, nleaves
@@ -35,6 +35,6 @@ cdef class RouteTable:
     cpdef tuple group(self, long long switch, long long dst)
     @cython.locals(fwd=Forwarding, hkey=cython.longlong, link=cython.longlong,
                    node=cython.longlong, n=cython.Py_ssize_t, ok=cython.bint, g=tuple,
-                   links=list, link_dst=cython.longlong[:])
+                   links=list, link_dst=cython.longlong[::1])
     cpdef Route _build(self, long long src, long long dst, long long entropy)
     cpdef Route path_route(self, tuple links, bint ok, long long dst)
