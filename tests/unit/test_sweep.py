@@ -148,12 +148,20 @@ def test_sigkilled_sweep_resumes_and_ends_with_the_same_table(tmp_path: Path) ->
            "--workers", "1", "--quiet"]  # fmt: skip
     proc = subprocess.Popen(cmd, start_new_session=True)
     deadline = time.monotonic() + 60
-    while not list(out.glob(f"points/*/{POINT_FILE}")):
+
+    def finished() -> list[str]:  # (not points/.tmp-*: a point still being written)
+        return sorted(
+            p.parent.name
+            for p in out.glob(f"points/*/{POINT_FILE}")
+            if not p.parent.name.startswith(".")
+        )
+
+    while not finished():
         assert proc.poll() is None and time.monotonic() < deadline, "sweep ended early"
         time.sleep(0.01)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    done = sorted(p.parent.name for p in out.glob(f"points/*/{POINT_FILE}"))
+    done = finished()
     assert (out / MANIFEST).exists() and not (out / TABLE).exists()
     if len(done) == 6:
         pytest.skip("every point finished before the kill landed")
