@@ -28,7 +28,7 @@ cdef class RouteTable:
     cdef public long long[::1] top_of, link_dst, uplink, host_leaf, leaf_row
     cdef public int[::1] gidx
     cdef public bint nic_stage, static
-    cdef public dict cache, shared, paths, roots
+    cdef public dict cache, paths, roots
     cdef public long long built, hosts, nleaves
     cpdef Route get(self, long long src, long long dst, long long entropy)
     @cython.locals(leaf=cython.longlong, i=cython.Py_ssize_t, j=cython.longlong, g=tuple)

@@ -240,7 +240,6 @@ class RouteTable:
         )
         self.nic_stage = bool((fabric.node_tier == NIC).any())  # hosts reach NIC nodes first
         self.cache: dict[int, Route] = {}
-        self.shared: dict[int, tuple[int, ...]] = {}  # the distinct groups (Fabric.group_key)
         self.paths: dict[tuple[tuple[int, ...], bool], Route] = {}
         self.roots: dict[tuple[int, ...], tuple[tuple[Callable, ...], Route | None]] = {}
         self.built = 0
@@ -290,11 +289,8 @@ class RouteTable:
         return g
 
     def _fabric_group(self, switch: int, dst: int) -> tuple[int, ...]:
-        key = self.fabric.group_key(switch, dst)  # perf: one tuple per distinct group
-        g = self.shared.get(key)
-        if g is None:
-            g = self.shared[key] = tuple([int(x) for x in self.fabric.ecmp_group(switch, dst)])
-        return g
+        """The group as the fabric gives it (once per table entry: ``group`` keeps it)."""
+        return tuple([int(x) for x in self.fabric.ecmp_group(switch, dst)])
 
     def _build(self, src: int, dst: int, entropy: int) -> Route:
         self.built += 1
