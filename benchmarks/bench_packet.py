@@ -11,7 +11,8 @@ loop) so that numbers from different machines can be compared.  Options: ``--typ
 ``--htsim PATH`` (an ``htsim_uec`` you built yourself) instead runs both simulators on the same
 ``.cm`` matrix (a 2 MB permutation on the k-ary fat tree of ``--k``, default 8 = 128 hosts),
 fabricsim with its ``htsim-uec`` preset and REPS, ``--repeats`` times alternating, and prints
-whole-process wall seconds, peak RSS, data packets per wall second and the ratios.
+whole-process wall seconds, peak RSS (through a small launcher, see :data:`LAUNCHER`), data
+packets per wall second and the ratios against issue 13's targets.
 """
 
 from __future__ import annotations
@@ -50,19 +51,37 @@ def calibrate(n: int = 300_000) -> float:
     return n / (time.perf_counter() - t0) / 1e6
 
 
+# The launcher of each timed run: a bare interpreter (no site, ~9 MB) that forks the command,
+# waits for it and reports its wall seconds and peak RSS on stderr.  Linux records the RSS a
+# process had when it forked or exec'd into its child's peak (``ru_maxrss``); a child forked
+# straight from this script would start at the script's ~60 MB (numpy, fabricsim), which made
+# htsim's 15 MB at 128 hosts read as 56 MB.  Through the launcher the floor is its own ~9 MB.
+LAUNCHER = """
+import os, sys, time
+t0 = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+sys.stderr.write(f"{time.perf_counter() - t0} {usage.ru_maxrss}")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
-    """Run ``cmd`` (in ``cwd``); its wall seconds, peak RSS in MB and standard output."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=cwd
+    """Run ``cmd`` (in ``cwd``) through :data:`LAUNCHER`: its wall seconds, peak RSS in MB
+    and standard output."""
+    proc = subprocess.run(
+        [sys.executable, "-S", "-I", "-c", LAUNCHER, *cmd],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
     )
-    out = proc.stdout.read() if proc.stdout else ""
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
         raise SystemExit(f"{cmd[0]} failed with exit code {proc.returncode}")
-    return wall, usage.ru_maxrss / 1024, out
+    wall, rss_kb = proc.stderr.split()
+    return float(wall), int(rss_kb) / 1024, proc.stdout
 
 
 def versus_htsim(htsim: str, k: int, size_bytes: int, repeats: int) -> None:
@@ -121,6 +140,14 @@ def versus_htsim(htsim: str, k: int, size_bytes: int, repeats: int) -> None:
     print(
         f"best of {repeats}: fabricsim / htsim wall {fw / hw:.2f}x, peak RSS {fr:.0f} MB vs "
         f"{hr:.0f} MB ({fr / hr:.1f}x)"
+    )
+    med = {n: sorted(x[0] for x in r)[len(r) // 2] for n, r in rows.items()}
+    target = 1.0 if k <= 8 else 0.5
+    rss_cap = 2 * max(x[1] for x in rows["htsim"]) + 60
+    print(
+        f"median wall ratio {med['fabricsim'] / med['htsim']:.2f}x (target <= {target}x); "
+        f"peak RSS {max(x[1] for x in rows['fabricsim']):.0f} MB (target <= 2 x htsim + 60 = "
+        f"{rss_cap:.0f} MB)"
     )
 
 
