@@ -1,9 +1,11 @@
 """Event loop, ports and route cache of the packet engine's hot path (packetsim/core.py)."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from fabricsim.config import TopologyConfig
+from fabricsim.config import TopologyConfig, load_scenario
 from fabricsim.packetsim.core import ACK, DATA, HDR, Packet, Port, Sim
 from fabricsim.packetsim.forwarding import EcmpForwarding, RouteTable
 from fabricsim.routing.router import Router
@@ -202,6 +204,61 @@ def test_route_cache_matches_router(method):
         assert route.links == router.route(src, dst, ev)
         assert route.label == fab.path_label(route.links) and route.ok
     assert table.get(0, 15, 7) is table.get(0, 15, 7)
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+GROUP_FABRICS = {
+    "fat_tree": {"topology": {"kind": "fat_tree", "k": 4}},
+    "fat_tree_failed": {
+        "topology": {
+            "kind": "fat_tree",
+            "k": 4,
+            "failed_links": ["agg0_0->core0", "core3->agg2_1", "edge1_0->agg1_1"],
+        }
+    },
+    "withdrawn": {
+        "topology": {
+            "kind": "fat_tree",
+            "k": 4,
+            "failed_links": ["agg0_0->core0", "edge1_0->agg1_1"],
+            "failed_link_mode": "withdraw",
+        }
+    },
+    "oversubscribed": {"topology": {"kind": "leaf_spine", "leaves": 4, "spines": 3}},
+    "parallel": {"topology": {"kind": "leaf_spine", "leaves": 3, "spines": 2, "parallel_links": 2}},
+    "planes": {"example": "hpn_dual_plane.yaml"},
+    "planes_dead_tor": {
+        "example": "hpn_dual_plane.yaml",
+        "topology.failed_switches": ["p1_leaf0"],
+    },
+    "rails_pxn": {"example": "rails_pxn.yaml"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(GROUP_FABRICS))
+def test_route_table_groups_are_the_fabric_groups(name):
+    """The table's ECMP groups, filled per leaf and shared per switch, are the fabric's own
+    (``Fabric.ecmp_group``) for every node and destination host, in any lookup order."""
+    case = dict(GROUP_FABRICS[name])
+    example = case.pop("example", None)
+    sc = load_scenario(str(EXAMPLES / example)) if example else load_scenario("permutation")
+    fab = build_fabric(sc.with_overrides(case).topology)
+    router = Router.build(fab, seed=3)
+    table = RouteTable(
+        fab,
+        EcmpForwarding(router),
+        [None] * fab.num_links,
+        [None] * fab.num_hosts,
+        [None] * fab.num_hosts,
+        None,
+        {int(s): i for i, s in enumerate(fab.top_switches)},
+    )
+    pairs = [(n, d) for n in range(fab.num_nodes) for d in range(fab.num_hosts)]
+    order = np.random.default_rng(1).permutation(len(pairs))
+    for i in order.tolist():
+        node, dst = pairs[i]
+        want = tuple(int(x) for x in fab.ecmp_group(node, dst))
+        assert table.group(node, dst) == want, (node, dst)
 
 
 def test_a_full_queue_may_trim_its_last_packet_instead():

@@ -162,7 +162,7 @@ class _Pdc:
     flow = 0
 
     def __init__(self):
-        self.labels = {}
+        self.routes_used = {}
 
 
 def test_spray_deciders_reach_every_path_and_control_stays_hashed():
@@ -181,7 +181,7 @@ def test_spray_deciders_reach_every_path_and_control_stays_hashed():
     sim.run(10**12)
     assert len(sink.got) == 400
     want = {fab.path_label(p) for p in fab.paths(src, dst)}
-    assert set(pdc.labels) == want and len(want) == 4
+    assert {r.label for r in pdc.routes_used} == want and len(want) == 4
     # every delivered packet carries a complete static route's hops
     assert {p.hops for p in sink.got} == {
         table.path_route(p, True, dst).hops for p in fab.paths(src, dst)

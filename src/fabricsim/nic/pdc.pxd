@@ -9,7 +9,7 @@ from fabricsim.packetsim.forwarding cimport RouteTable
 cdef class TxQueue:
     cdef public long long[::1] buf
     cdef public long long head, n, mask
-    @cython.locals(i=cython.longlong, buf=cython.longlong[::1])
+    @cython.locals(i=cython.longlong)
     cpdef push(self, long long deadline, long long psn, long long t0, long long entropy)
     cpdef long long first(self, long long k)
     cpdef pop(self)
@@ -52,7 +52,7 @@ cdef class Pdc:
     cdef public long long fd_at
     cdef public double rate_cap_bps, next_send_ps, floor_bytes
     cdef public long long first_entropy
-    cdef public dict labels
+    cdef public dict routes_used
     cdef public long long sent, retransmitted, rkey, rkey_back, acked_ps, qp_bits
 
     @cython.locals(psn=cython.longlong, size=cython.longlong, retx=cython.bint, st=bytearray,

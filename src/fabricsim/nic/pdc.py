@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from fabricsim.cc.base import CongestionControl
     from fabricsim.lb.spraying import SprayingStrategy
     from fabricsim.nic.nic import Nic, PdcGroup
-    from fabricsim.packetsim.core import Packet, PacketPool, Sim
+    from fabricsim.packetsim.core import Packet, PacketPool, Route, Sim
     from fabricsim.packetsim.forwarding import RouteTable
 
 UNSENT, OUT, LOST, ACKED = 0, 1, 2, 3
@@ -96,11 +96,12 @@ class TxQueue:
         if self.n > self.mask:
             self._grow()
         i = 4 * ((self.head + self.n) & self.mask)
-        buf = self.buf
-        buf[i] = deadline
-        buf[i + 1] = psn
-        buf[i + 2] = t0
-        buf[i + 3] = entropy
+        # perf: self.buf indexed in place: compiled, a local view would be acquired (an
+        # atomic count) on every call
+        self.buf[i] = deadline
+        self.buf[i + 1] = psn
+        self.buf[i + 2] = t0
+        self.buf[i + 3] = entropy
         self.n += 1
 
     def first(self, k: int) -> int:
@@ -205,7 +206,7 @@ class Pdc:
         "wire_last", "last_payload", "next_psn", "st", "sent_ts", "tmo", "una", "ack_w",
         "acked_pkts", "acked_bytes", "inflight", "retx", "group", "spray", "cc", "nic", "env",
         "in_active", "closed", "failed", "rx", "rto_q", "rto_at", "rto_tok", "fd_q", "fd_at",
-        "rate_cap_bps", "next_send_ps", "wake_pending", "first_entropy", "labels", "sent",
+        "rate_cap_bps", "next_send_ps", "wake_pending", "first_entropy", "routes_used", "sent",
         "retransmitted", "paced", "rkey", "rkey_back", "floor_bytes", "acked_ps", "feedback",
         "qp_bits",
     )
@@ -266,8 +267,14 @@ class Pdc:
         self.rkey_back = route_key(dst, self.src)  # ... of its ACKs
         self.qp_bits = src_port & ~0xFFFF  # lb.qp_field dst_qp: the QP, on every entropy
         self.first_entropy = -1  # entropy of its first data packet (-1: none sent yet)
-        self.labels: dict[str, None] = {}
+        # the routes its data took, in first-use order (their labels: path_labels)
+        self.routes_used: dict[Route, None] = {}
         self.sent = self.retransmitted = 0
+
+    def path_labels(self) -> dict[str, None]:
+        """The labels of the paths its data took, in first-use order (empty: a live member
+        choice's route before its switches chose)."""
+        return dict.fromkeys([route.label for route in self.routes_used])
 
     # -- sending ---------------------------------------------------------------------------
     def sendable(self) -> bool:
@@ -340,9 +347,9 @@ class Pdc:
         self.sent += 1
         if self.first_entropy < 0:
             self.first_entropy = entropy
-        if route.user is not self:  # perf: a label already recorded by this PDC is skipped
+        if route.user is not self:  # perf: a route already recorded by this PDC is skipped
             route.user = self
-            self.labels[route.label] = None
+            self.routes_used[route] = None
         if env.monitor is not None:
             state, cache = pre
             how = (getattr(spray, "explored", False), getattr(spray, "reason", None))

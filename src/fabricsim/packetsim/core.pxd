@@ -43,7 +43,7 @@ cdef class Element:
 
 cdef class Route:
     cdef public tuple links, hops, ctrl_hops, tops
-    cdef public str label
+    cdef public object name
     cdef public bint ok
     cdef public object user
 
@@ -61,8 +61,7 @@ cdef class Sim:
     cdef public long long[::1] heap, free
     cdef public list objs
     @cython.locals(slot=cython.longlong, seq=cython.longlong, key=cython.longlong,
-                   i=cython.Py_ssize_t, up=cython.Py_ssize_t, tu=cython.longlong,
-                   heap=cython.longlong[::1])
+                   i=cython.Py_ssize_t, up=cython.Py_ssize_t, tu=cython.longlong)
     cpdef at(self, long long t_ps, object fn, object arg=*)
     @cython.locals(n=cython.longlong, slot=cython.longlong, t=cython.longlong,
                    mask=cython.longlong, el=Element)
@@ -70,7 +69,7 @@ cdef class Sim:
     @cython.locals(size=cython.Py_ssize_t, t=cython.longlong, key=cython.longlong,
                    i=cython.Py_ssize_t, child=cython.Py_ssize_t, first=cython.Py_ssize_t,
                    stop=cython.Py_ssize_t, j=cython.Py_ssize_t, tc=cython.longlong,
-                   tj=cython.longlong, heap=cython.longlong[::1])
+                   tj=cython.longlong)
     cdef _pop_root(self)
 
 cdef class Port(Element):

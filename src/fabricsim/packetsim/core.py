@@ -90,24 +90,38 @@ class Route:
     path that ``ctrl_hops`` follows).  ``ok`` is False for a route that dead-ends (its last
     hop drops the packet); ``tops`` are the indices of the top-tier switches on it (spine
     timeline).  Built by the route table (:mod:`fabricsim.packetsim.forwarding`).
+
+    ``label`` is the path's label, or a callable that names ``links`` (the fabric's
+    ``path_label``): then the label is made when first read.  # perf: most routes of a
+    sprayed run are never labelled one by one (a flow's ``path`` column counts them past
+    eight), and naming each new path was 2 % of a 1,024-host run
     """
 
-    __slots__ = ("links", "hops", "ctrl_hops", "label", "ok", "tops", "user")
+    __slots__ = ("links", "hops", "ctrl_hops", "name", "ok", "tops", "user")
 
     def __init__(
         self,
         links: tuple[int, ...],
         hops: tuple[Callable, ...],
         ctrl_hops: tuple[Callable, ...],
-        label: str,
+        label: str | Callable[[tuple[int, ...]], str],
         ok: bool,
         tops: tuple[int, ...] = (),
     ) -> None:
         self.links, self.hops, self.ctrl_hops = links, hops, ctrl_hops
-        self.label, self.ok, self.tops = label, ok, tops
-        # perf: the sender that last recorded this route's label (one check per packet instead
-        # of a string-keyed dict insert)
+        self.name: Any = label  # the label, or what makes it (see ``label``)
+        self.ok, self.tops = ok, tops
+        # perf: the sender that last recorded this route (one check per packet instead of a
+        # dict insert)
         self.user: Any = None
+
+    @property
+    def label(self) -> str:
+        """Switch names along the path joined by ``>`` (empty before a live choice)."""
+        name = self.name
+        if not isinstance(name, str):
+            name = self.name = name(self.links)
+        return name
 
 
 class PacketPool:
@@ -210,19 +224,18 @@ class Sim:
             raise RuntimeError(f"more than {_SEQ_LIMIT:,} events scheduled in one run")
         self.seq = seq + 1
         key = (seq << _SLOT_BITS) | slot
-        heap = self.heap
         i = self.size  # sift up: later events usually stop at once
         self.size = i + 1
         while i:
             up = (i - 1) >> 2
-            tu = heap[2 * up]
-            if tu < t_ps or (tu == t_ps and heap[2 * up + 1] < key):
+            tu = self.heap[2 * up]
+            if tu < t_ps or (tu == t_ps and self.heap[2 * up + 1] < key):
                 break
-            heap[2 * i] = tu
-            heap[2 * i + 1] = heap[2 * up + 1]
+            self.heap[2 * i] = tu
+            self.heap[2 * i + 1] = self.heap[2 * up + 1]
             i = up
-        heap[2 * i] = t_ps
-        heap[2 * i + 1] = key
+        self.heap[2 * i] = t_ps
+        self.heap[2 * i + 1] = key
 
     def _grow(self) -> None:
         """Double the tables (the new slots are free)."""
@@ -291,28 +304,27 @@ class Sim:
         self.size = size
         if not size:
             return
-        heap = self.heap
-        t, key = heap[2 * size], heap[2 * size + 1]
+        t, key = self.heap[2 * size], self.heap[2 * size + 1]
         i = 0
         while True:
             first = 4 * i + 1  # the children: first .. first + 3
             if first >= size:
                 break
-            child, tc = first, heap[2 * first]
+            child, tc = first, self.heap[2 * first]
             stop = min(first + 4, size)
             j = first + 1
             while j < stop:  # the earliest child
-                tj = heap[2 * j]
-                if tj < tc or (tj == tc and heap[2 * j + 1] < heap[2 * child + 1]):
+                tj = self.heap[2 * j]
+                if tj < tc or (tj == tc and self.heap[2 * j + 1] < self.heap[2 * child + 1]):
                     child, tc = j, tj
                 j += 1
-            if t < tc or (t == tc and key < heap[2 * child + 1]):
+            if t < tc or (t == tc and key < self.heap[2 * child + 1]):
                 break
-            heap[2 * i] = tc
-            heap[2 * i + 1] = heap[2 * child + 1]
+            self.heap[2 * i] = tc
+            self.heap[2 * i + 1] = self.heap[2 * child + 1]
             i = child
-        heap[2 * i] = t
-        heap[2 * i + 1] = key
+        self.heap[2 * i] = t
+        self.heap[2 * i + 1] = key
 
 
 class SharedBuffer:

@@ -558,7 +558,7 @@ class PacketEngine:
     def _flow_path(self, flow: int) -> str:
         labels: dict[str, None] = {}
         for pdc in self.pdcs[flow]:
-            labels.update(pdc.labels)
+            labels.update(pdc.path_labels())
         labels.pop("", None)  # a live member choice's route before its switches chose
         if len(labels) > MAX_PATH_LABELS:
             return f"{len(labels)} paths"
@@ -671,7 +671,7 @@ class PacketEngine:
                 continue
             start = s_to_ps(float(self.flows.start_s[flow]))
             end = int(self.finish_ps[flow]) if self.finish_ps[flow] >= 0 else self.sim.now
-            names = {n for p in pdcs for label in p.labels for n in label_nodes(label)}
+            names = {n for p in pdcs for label in p.path_labels() for n in label_nodes(label)}
             for name in tops.values():
                 if name in names:
                     events[name] += [(start, 1), (end, -1)]

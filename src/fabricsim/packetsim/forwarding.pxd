@@ -22,17 +22,19 @@ cdef class RandomForwarding(Forwarding):
     cdef public object rand
 
 cdef class RouteTable:
-    cdef public object fabric, sink, spine, nic_rule
+    cdef public object fabric, sink, spine, nic_rule, namer
     cdef public Forwarding forwarding
-    cdef public list ports, nics, nic_ctrl, choices, port_objs, glist, down
+    cdef public list ports, nics, nic_ctrl, choices, port_objs, glist, down, special
     cdef public long long[::1] top_of, link_dst, uplink, host_leaf, leaf_row
-    cdef public int[::1] gidx
+    cdef public int[::1] gidx, up_gi
     cdef public bint nic_stage, static
     cdef public dict cache, paths, roots
     cdef public long long built, hosts, nleaves
     cpdef Route get(self, long long src, long long dst, long long entropy)
     @cython.locals(leaf=cython.longlong, i=cython.Py_ssize_t, j=cython.longlong, g=tuple)
     cpdef tuple group(self, long long switch, long long dst)
+    @cython.locals(row=cython.longlong, special=dict, k=cython.Py_ssize_t)
+    cpdef int _group_index(self, long long switch, long long leaf)
     @cython.locals(fwd=Forwarding, hkey=cython.longlong, link=cython.longlong,
                    node=cython.longlong, n=cython.Py_ssize_t, ok=cython.bint, g=tuple,
                    links=list, link_dst=cython.longlong[::1])

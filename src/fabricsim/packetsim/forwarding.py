@@ -170,7 +170,7 @@ class Decider:
                 hops = self._grow(m)
             route = self.done[m]
             if route is not None:  # the last choice: the packet's path is known
-                pkt.pdc.labels[route.label] = None
+                pkt.pdc.routes_used[route] = None
                 spine = self.table.spine
                 if spine is not None:
                     spine.touch(route.tops, pkt.pdc.flow)
@@ -239,6 +239,7 @@ class RouteTable:
             forwarding.router.nic_rule if isinstance(forwarding, EcmpForwarding) else None
         )
         self.nic_stage = bool((fabric.node_tier == NIC).any())  # hosts reach NIC nodes first
+        self.namer = fabric.path_label  # a route's label, made when read (Route.label)
         self.cache: dict[int, Route] = {}
         self.paths: dict[tuple[tuple[int, ...], bool], Route] = {}
         self.roots: dict[tuple[int, ...], tuple[tuple[Callable, ...], Route | None]] = {}
@@ -255,6 +256,8 @@ class RouteTable:
         self.nleaves = len(leaves)
         self.gidx = array("i", bytes(4 * (fabric.num_nodes - self.hosts) * self.nleaves))
         self.glist: list[tuple[int, ...]] = []
+        self.special: list[dict[int, int] | None] = [None] * self.nleaves  # see _group_index
+        self.up_gi = array("i", bytes(4 * (fabric.num_nodes - self.hosts)))
         self.down: list[tuple[int, ...] | None] = [None] * self.hosts
 
     def get(self, src: int, dst: int, entropy: int) -> Route:
@@ -281,12 +284,36 @@ class RouteTable:
             return self._fabric_group(switch, dst)
         i = (switch - self.hosts) * self.nleaves + self.leaf_row[leaf]
         j = self.gidx[i]
-        if j:
-            return self.glist[j - 1]
-        g = self._fabric_group(switch, dst)
-        self.glist.append(g)
-        self.gidx[i] = len(self.glist)
-        return g
+        if not j:
+            j = self.gidx[i] = self._group_index(switch, leaf)
+        return self.glist[j - 1]
+
+    def _group_index(self, switch: int, leaf: int) -> int:
+        """1 + the index in ``glist`` of the group of ``switch`` toward ``leaf`` (not the leaf
+        itself): the fabric's group toward the leaf if the switch is one whose group is not
+        its up-links (:meth:`Fabric.groups_toward`, read once per leaf), else its up-links
+        (:meth:`Fabric.up_groups`, one tuple per switch).  # perf: one fabric call per leaf
+        and per switch instead of one per (switch, leaf) pair, and the same tuple for every
+        leaf a switch reaches by its up-links
+        """
+        row = self.leaf_row[leaf]
+        special = self.special[row]
+        if special is None:
+            exc, start, links = self.fabric.groups_toward(leaf)
+            cut, ids = start.tolist(), links.tolist()
+            special = self.special[row] = {}
+            for k, node in enumerate(exc.tolist()):
+                self.glist.append(tuple(ids[cut[k] : cut[k + 1]]))
+                special[node] = len(self.glist)
+        j = special.get(switch)
+        if j is None:
+            j = self.up_gi[switch - self.hosts]
+            if not j:
+                up_start, up_links = self.fabric.up_groups()
+                ups = up_links[up_start[switch] : up_start[switch + 1]].tolist()
+                self.glist.append(tuple(ups))
+                j = self.up_gi[switch - self.hosts] = len(self.glist)
+        return j
 
     def _fabric_group(self, switch: int, dst: int) -> tuple[int, ...]:
         """The group as the fabric gives it (once per table entry: ``group`` keeps it)."""
@@ -344,7 +371,7 @@ class RouteTable:
         data = tuple([*hops, self.nics[dst] if ok else self.sink])
         ctrl = tuple([*hops, self.nic_ctrl[dst] if ok else self.sink])
         tops = tuple([top_of[link_dst[x]] for x in links if top_of[link_dst[x]] >= 0])
-        return Route(links, data, ctrl, self.fabric.path_label(links), ok, tops)
+        return Route(links, data, ctrl, self.namer, ok, tops)
 
     # -- live member choice ---------------------------------------------------------------------
     def walk(self, links: tuple[int, ...], dst: int) -> tuple[tuple[int, ...], int]:
