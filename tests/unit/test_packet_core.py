@@ -8,6 +8,7 @@ import pytest
 from fabricsim.config import TopologyConfig, load_scenario
 from fabricsim.packetsim.core import ACK, DATA, HDR, Packet, Port, Sim
 from fabricsim.packetsim.forwarding import EcmpForwarding, RouteTable
+from fabricsim.routing.hashing import FIVE_TUPLE, QP_SHIFT
 from fabricsim.routing.router import Router
 from fabricsim.topology import build_fabric
 
@@ -204,6 +205,21 @@ def test_route_cache_matches_router(method):
         assert route.links == router.route(src, dst, ev)
         assert route.label == fab.path_label(route.links) and route.ok
     assert table.get(0, 15, 7) is table.get(0, 15, 7)
+
+
+@pytest.mark.parametrize("fields", [FIVE_TUPLE, (*FIVE_TUPLE, "dst_qp"), ("dst_ip", "src_port")])
+def test_forwarding_key_is_the_routers_key(fields):
+    """``EcmpForwarding.key`` (base CRCs kept by an integer key, :func:`header_key`) equals
+    ``Router.key`` and the vectorized ``Router.keys``, with and without QP bits."""
+    fab = build_fabric(TopologyConfig(kind="fat_tree", k=4))
+    router = Router.build(fab, seed=3, fields=fields)
+    fwd = EcmpForwarding(router)
+    rng = np.random.default_rng(2)
+    for _ in range(400):
+        src, dst = (int(x) for x in rng.choice(fab.num_hosts, 2, replace=False))
+        entropy = int(rng.integers(0, 65536)) | int(rng.integers(0, 8)) << QP_SHIFT
+        want = int(router.keys(router.base(src, dst), np.array([entropy]))[0])
+        assert fwd.key(src, dst, entropy) == router.key(src, dst, entropy) == want
 
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

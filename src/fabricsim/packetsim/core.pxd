@@ -47,6 +47,13 @@ cdef class Route:
     cdef public bint ok
     cdef public object user
 
+cdef class RandomPool:
+    cdef public object gen
+    cdef public double[::1] buf
+    cdef public long long block, i
+    @cython.locals(i=cython.longlong)
+    cpdef double random(self)
+
 cdef class PacketPool:
     cdef public list free
     cpdef Packet get(self)

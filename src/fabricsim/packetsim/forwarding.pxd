@@ -3,7 +3,7 @@
 # method the route building calls.
 cimport cython
 from fabricsim.packetsim.core cimport Route
-from fabricsim.routing.mix cimport fmix32_int
+from fabricsim.routing.mix cimport fmix32_int, header_key
 
 cdef class Forwarding:
     cdef public bint static
@@ -12,11 +12,16 @@ cdef class Forwarding:
 
 cdef class EcmpForwarding(Forwarding):
     cdef public object router, scalar
+    cdef public long long nodes
+    cdef public dict bases
+    cdef public list port_ints, qp_ints
     cdef public str method
     cdef public long long[::1] salts, tiers
     cdef public bint mixed
     @cython.locals(x=cython.longlong, h=cython.longlong)
     cpdef long long member(self, long long switch, long long group_size, long long key)
+    @cython.locals(pair=cython.longlong)
+    cpdef long long key(self, long long src, long long dst, long long entropy)
 
 cdef class RandomForwarding(Forwarding):
     cdef public object rand

@@ -39,7 +39,7 @@ from fabricsim.engine_api import route_key
 from fabricsim.lb.switch import MemberChoice, SwitchContext, switch_method
 from fabricsim.packetsim.core import DATA, Packet, Port, Route, Sim
 from fabricsim.routing.hashing import hash_method, scalar_hash
-from fabricsim.routing.mix import fmix32_int, fmix32_scalar
+from fabricsim.routing.mix import fmix32_int, fmix32_scalar, header_key
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import NIC, Fabric
 
@@ -73,6 +73,9 @@ class EcmpForwarding(Forwarding):
         super().__init__()
         self.router = router
         self.method = router.method
+        self.nodes = router.fabric.num_nodes
+        self.bases: dict[int, int] = {}  # src x nodes + dst -> Router.base(src, dst)
+        self.port_ints, self.qp_ints = router.port_ints, router.qp_ints
         self.salts = array("q", [int(x) for x in router.salts])
         self.tiers = array("q", [int(x) for x in router.fabric.node_tier])
         self.scalar = scalar_hash(self.method)  # perf: switch_hash_int without the lookup
@@ -80,7 +83,12 @@ class EcmpForwarding(Forwarding):
         self.mixed = self.scalar is fmix32_scalar
 
     def key(self, src: int, dst: int, entropy: int) -> int:
-        return self.router.key(src, dst, entropy)
+        """:meth:`Router.key`, with the host pair's base CRC kept here by an integer key."""
+        pair = src * self.nodes + dst
+        base = self.bases.get(pair)
+        if base is None:
+            base = self.bases[pair] = self.router.base(src, dst)
+        return header_key(base, self.port_ints, self.qp_ints, entropy)
 
     def member(self, switch: int, group_size: int, key: int) -> int:
         x = (key ^ self.salts[switch]) & 0xFFFFFFFF

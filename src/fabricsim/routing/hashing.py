@@ -34,6 +34,7 @@ from typing import Final
 import numpy as np
 
 from fabricsim.config.names import register_name, unregister_name
+from fabricsim.routing.mix import QP_SHIFT as QP_SHIFT  # (defined there: compiled code uses it)
 from fabricsim.routing.mix import fmix32_scalar
 
 UDP: Final = 17
@@ -43,8 +44,6 @@ QP_KEY_LEN: Final = 16
 field after the 5-tuple, big-endian)."""
 FIVE_TUPLE: Final = ("src_ip", "dst_ip", "src_port", "dst_port", "proto")
 HASH_FIELDS: Final = (*FIVE_TUPLE, "dst_qp")
-QP_SHIFT: Final = 16
-"""An entropy value above 65,535 carries a destination QP: ``src_port | dst_qp << 16``."""
 MAX_QPS: Final = 1024
 
 

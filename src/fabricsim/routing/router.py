@@ -27,6 +27,7 @@ from fabricsim.routing.hashing import (
     switch_hash_int,
     switch_salts,
 )
+from fabricsim.routing.mix import header_key
 from fabricsim.routing.planes import PlaneChoice, PxnChoice, nic_rule
 from fabricsim.topology.fabric import NIC, Fabric
 
@@ -112,8 +113,8 @@ class Router:
         ports = port_table(self.key_len)
         self.port_table = ports if "src_port" in f else np.zeros_like(ports)
         self.qp_table = qp_table(self.key_len) if "dst_qp" in f else None
-        self._port_ints = self.port_table.tolist()  # perf: scalar keys on Python ints
-        self._qp_ints = self.qp_table.tolist() if self.qp_table is not None else None
+        self.port_ints = self.port_table.tolist()  # perf: scalar keys on Python ints
+        self.qp_ints = self.qp_table.tolist() if self.qp_table is not None else None
 
     @classmethod
     def build(
@@ -161,11 +162,7 @@ class Router:
 
     def key(self, src: int, dst: int, entropy: int) -> int:
         """CRC-32 of the header of a packet from ``src`` to ``dst`` on ``entropy``."""
-        crc = self.base(src, dst) ^ self._port_ints[entropy & 0xFFFF]
-        qp = entropy >> QP_SHIFT
-        if qp and self._qp_ints is not None:
-            crc ^= self._qp_ints[qp]
-        return crc
+        return header_key(self.base(src, dst), self.port_ints, self.qp_ints, entropy)
 
     def keys(
         self, base: np.ndarray | int, entropies: np.ndarray, out: np.ndarray | None = None
