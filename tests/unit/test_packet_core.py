@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from fabricsim.config import TopologyConfig, load_scenario
+from fabricsim.nic.pdc import TxQueue
 from fabricsim.packetsim.core import ACK, DATA, HDR, Packet, Port, Sim
 from fabricsim.packetsim.forwarding import EcmpForwarding, RouteTable
 from fabricsim.routing.hashing import FIVE_TUPLE, QP_SHIFT
@@ -297,3 +298,22 @@ def test_a_full_queue_may_trim_its_last_packet_instead():
     assert port.trims == 2 and pkts[1].last_hop and pkts[2].last_hop
     got, port, _ = run(0.75)  # tails: the arriving packets are trimmed
     assert got == [(0, DATA), (2, HDR), (3, HDR), (1, DATA)]
+
+
+def test_tx_queue_keeps_its_order_across_wrap_and_growth():
+    """The RTO ring (``nic.pdc.TxQueue``) returns its entries oldest first when it doubles
+    while wrapped around (the ring is copied as bytes from its head)."""
+    q = TxQueue()
+    want = []
+    for rnd in range(6):
+        for i in range(13 * (rnd + 1)):
+            entry = (rnd, i, 7 * i, -i)
+            q.push(*entry)
+            want.append(entry)
+        for _ in range(9 * (rnd + 1)):
+            assert (q.first(0), q.first(1), q.first(2), q.first(3)) == want.pop(0)
+            q.pop()
+    assert q.n == len(want) and q.mask + 1 >= q.n
+    while q.n:
+        assert (q.first(0), q.first(1), q.first(2), q.first(3)) == want.pop(0)
+        q.pop()

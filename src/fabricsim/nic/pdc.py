@@ -115,11 +115,13 @@ class TxQueue:
         self.head = self.n = 0
 
     def _grow(self) -> None:
+        """Double the ring, its entries from ``head`` first.  # perf: as bytes (an int at a
+        time, the copies of 2,048 PDCs' rings were 2 % of a 1,024-host run)"""
         size = 4 * (self.mask + 1)
-        start = 4 * self.head
-        old = self.buf
-        buf = array("q", [old[(start + j) % size] for j in range(size)])
-        buf.frombytes(bytes(8 * size))
+        raw = bytes(self.buf)
+        cut = 8 * 4 * self.head
+        buf = array("q")
+        buf.frombytes(raw[cut:] + raw[:cut] + bytes(8 * size))
         self.buf, self.head, self.mask = buf, 0, 2 * self.mask + 1
 
 
