@@ -15,11 +15,22 @@ cdef class TxQueue:
     cpdef pop(self)
     cpdef clear(self)
 
+cdef class MonitorLog:
+    cdef public long long[::1] ints
+    cdef public long long n
+    cdef public list reasons, states, routes
+    @cython.locals(i=cython.longlong)
+    cpdef add(self, long long time_ps, bint retx, long long flow, long long psn,
+              long long entropy, bint explored, object reason, object route, object state,
+              long long cached)
+    cpdef list row_ints(self, long long row)
+
 cdef class NicEnv:
     cdef public Sim sim
     cdef public RouteTable routes
     cdef public object cfg, window_packets, on_rx_done, on_tx_failed, rand_of
-    cdef public object monitor, spine
+    cdef public MonitorLog monitor
+    cdef public object spine
     cdef public dict rcache
     cdef public PacketPool pool
     cdef public long long rto_ps, freezing_ps, mss, hdr, max_retries, coalesce, ctrl_per_data

@@ -125,6 +125,73 @@ class TxQueue:
         self.buf, self.head, self.mask = buf, 0, 2 * self.mask + 1
 
 
+class MonitorLog:
+    """The ``uet_monitor`` record's rows in columns: per data packet sent, its integers in one
+    int64 ring of ``INTS`` per row (send time ps, retransmission, flow, PSN, entropy value,
+    explored, REPS's cached values before the choice: -1 for none), and the references it
+    shares in lists (REPS's reason and state strings, the route: labelled at output).
+
+    perf: one row was a 10-tuple and its ints (about 250 bytes); here 80.
+
+    Examples
+    --------
+    >>> log = MonitorLog()
+    >>> for psn in range(300):
+    ...     log.add(10 * psn, False, 3, psn, 7, True, "cache_empty", None, "normal", -1)
+    >>> log.n, log.row_ints(299)
+    (300, [2990, 0, 3, 299, 7, 1, -1])
+    """
+
+    __slots__ = ("ints", "n", "reasons", "states", "routes")
+
+    INTS = 7
+
+    def __init__(self) -> None:
+        self.ints = array("q", bytes(8 * 7 * 256))
+        self.n = 0
+        self.reasons: list[str | None] = []
+        self.states: list[str | None] = []
+        self.routes: list[Any] = []
+
+    def add(
+        self,
+        time_ps: int,
+        retx: bool,
+        flow: int,
+        psn: int,
+        entropy: int,
+        explored: bool,
+        reason: str | None,
+        route: Any,
+        state: str | None,
+        cached: int,
+    ) -> None:
+        i = 7 * self.n
+        if i + 7 > len(self.ints):
+            self._grow()
+        self.ints[i] = time_ps
+        self.ints[i + 1] = 1 if retx else 0
+        self.ints[i + 2] = flow
+        self.ints[i + 3] = psn
+        self.ints[i + 4] = entropy
+        self.ints[i + 5] = 1 if explored else 0
+        self.ints[i + 6] = cached
+        self.reasons.append(reason)
+        self.routes.append(route)
+        self.states.append(state)
+        self.n += 1
+
+    def row_ints(self, row: int) -> list[int]:
+        """The integers of row ``row``."""
+        return [self.ints[7 * row + k] for k in range(7)]
+
+    def _grow(self) -> None:
+        raw = bytes(self.ints)
+        ints = array("q")
+        ints.frombytes(raw + bytes(len(raw)))
+        self.ints = ints
+
+
 class NicEnv:
     """What every NIC and PDC of one simulation shares (no global state): the simulation,
     routes, packet pool and NIC keys, the engine's callbacks, and settings derived once from
@@ -153,7 +220,7 @@ class NicEnv:
         on_rx_done: Callable[[Pdc], None],
         on_tx_failed: Callable[[Pdc], None],
         rand_of: Callable[[int], Callable[[], float]],  # host -> uniform draws
-        monitor: list[tuple] | None = None,
+        monitor: MonitorLog | None = None,
         spine: Any = None,  # spine-flow recorder with touch(tops, flow), or None
         base_rtt_ps: int = 0,  # the path's base RTT (PLB's round, ROD's hold)
     ) -> None:
@@ -326,7 +393,7 @@ class Pdc:
         now = env.sim.now
         spray = self.spray
         if env.monitor is not None:
-            pre = (getattr(spray, "state", None), getattr(spray, "count", None))
+            state, cached = getattr(spray, "state", None), getattr(spray, "count", None)
         entropy = (spray.next_entropy() & 0xFFFF) | self.qp_bits
         route = env.rcache.get(self.rkey | entropy)
         if route is None:
@@ -353,10 +420,18 @@ class Pdc:
             route.user = self
             self.routes_used[route] = None
         if env.monitor is not None:
-            state, cache = pre
-            how = (getattr(spray, "explored", False), getattr(spray, "reason", None))
-            row = (now, retx, self.flow, psn, entropy & 0xFFFF, *how, route.label)
-            env.monitor.append((*row, state, cache))
+            env.monitor.add(
+                now,
+                retx,
+                self.flow,
+                psn,
+                entropy & 0xFFFF,
+                getattr(spray, "explored", False),
+                getattr(spray, "reason", None),
+                route,
+                state,
+                -1 if cached is None else cached,
+            )
         if env.spine is not None:
             env.spine.touch(route.tops, self.flow)
         return pkt

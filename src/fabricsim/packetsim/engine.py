@@ -46,7 +46,7 @@ from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
 from fabricsim.lb.reps import exploration_window_packets
 from fabricsim.nic.nic import Nic
-from fabricsim.nic.pdc import NicEnv, Pdc, RocePdc
+from fabricsim.nic.pdc import MonitorLog, NicEnv, Pdc, RocePdc
 from fabricsim.packetsim import records as rec
 from fabricsim.packetsim.core import (
     ACK,
@@ -377,7 +377,7 @@ class PacketEngine:
 
     def _setup_records(self, tops: int) -> None:
         r = self.sc.records
-        self.monitor: list[tuple] | None = [] if r.uet_monitor else None
+        self.monitor: MonitorLog | None = MonitorLog() if r.uet_monitor else None
         self.spine: rec.SpineFlows | None = None
         self.sampler: rec.TimelineSampler | None = None
         if r.timelines:

@@ -1,7 +1,7 @@
 """Recorders of the packet engine (``records.*``): each costs one branch in the hot path when off.
 
-* ``uet_monitor``: one row per data packet sent (the PDC appends a tuple; this module builds
-  the table).
+* ``uet_monitor``: one row per data packet sent (the PDC adds it to a
+  :class:`~fabricsim.nic.pdc.MonitorLog`, in columns; this module builds the table).
 * ``uet_transport_stats``: per-NIC transport counters (JSON).
 * ``port_stats``: per port bytes, packets, ECN marks, trims, drops and peak queue.
 * ``switch_lb_stats``: bytes and packets per member of every multi-member ECMP group, counted
@@ -21,6 +21,7 @@ import numpy as np
 
 from fabricsim._compat import pd
 from fabricsim.errors import ConfigError
+from fabricsim.nic.pdc import MonitorLog
 from fabricsim.packetsim.core import Port, Sim
 from fabricsim.topology.fabric import Fabric
 from fabricsim.units import ps_to_s, ps_to_us, transmitted_bytes
@@ -37,31 +38,33 @@ PACKET_SAMPLE_BYTES = (
 )
 
 
-def monitor_table(rows: list[tuple]) -> pd.DataFrame:
+def monitor_table(log: MonitorLog) -> pd.DataFrame:
     """The ``uet_monitor`` table from the PDCs' rows (in send order).
 
     ``reps_state`` (``normal``/``freezing``/``window``) and ``reps_cache_values`` (values cached
     just before the choice) are REPS's state when the packet's value was chosen (null
-    otherwise).
+    otherwise); ``path`` is the label of the packet's route (empty under a live member choice,
+    before the switches chose).
     """
-    cols: list[Sequence[Any]] = (
-        list(zip(*rows, strict=True)) if rows else [() for _ in MONITOR_COLUMNS]
-    )
-    cache = pd.array(list(cols[9]), dtype="Int64")
+    n = log.n
+    ints = np.frombuffer(log.ints, dtype=np.int64)[: MonitorLog.INTS * n]
+    cols = ints.reshape(n, MonitorLog.INTS).T.copy()  # one contiguous column per field
     return pd.DataFrame(
         {
-            "time_s": ps_to_s(np.asarray(cols[0], dtype=np.int64)),
+            "time_s": ps_to_s(cols[0]),
             "direction": pd.Categorical(
-                ["ReTx" if r else "Tx" for r in cols[1]], categories=["Tx", "ReTx"]
+                ["ReTx" if r else "Tx" for r in cols[1].tolist()], categories=["Tx", "ReTx"]
             ),
-            "flow_id": np.asarray(cols[2], dtype=np.int64),
-            "psn": np.asarray(cols[3], dtype=np.int64),
-            "entropy_value": np.asarray(cols[4], dtype=np.int64),
-            "explored": np.asarray(cols[5], dtype=bool),
-            "explore_reason": pd.array(list(cols[6]), dtype="string"),
-            "path": list(cols[7]),
-            "reps_state": pd.array(list(cols[8]), dtype="string"),
-            "reps_cache_values": cache,
+            "flow_id": cols[2],
+            "psn": cols[3],
+            "entropy_value": cols[4],
+            "explored": cols[5].astype(bool),
+            "explore_reason": pd.array(list(log.reasons), dtype="string"),
+            "path": [route.label for route in log.routes],
+            "reps_state": pd.array(list(log.states), dtype="string"),
+            "reps_cache_values": pd.array(
+                [None if c < 0 else c for c in cols[6].tolist()], dtype="Int64"
+            ),
         }
     )
 
