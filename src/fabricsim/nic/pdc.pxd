@@ -23,7 +23,6 @@ cdef class MonitorLog:
     cpdef add(self, long long time_ps, bint retx, long long flow, long long psn,
               long long entropy, bint explored, object reason, object route, object state,
               long long cached)
-    cpdef list row_ints(self, long long row)
 
 cdef class NicEnv:
     cdef public Sim sim

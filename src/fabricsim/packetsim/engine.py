@@ -665,7 +665,7 @@ class PacketEngine:
 
         A flow crossed the top switches on the routes its data took (``Route.tops``: indices
         into ``fabric.top_switches``).  # perf: read off the routes, not parsed back out of
-        their labels (0.85 s of a 1,024-host REPS run's output)
+        their labels (0.35 s of a 1,024-host REPS run's output)
         """
         fab = self.fabric
         names = [fab.node_names[int(s)] for s in fab.top_switches]

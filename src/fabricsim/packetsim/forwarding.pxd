@@ -20,7 +20,6 @@ cdef class EcmpForwarding(Forwarding):
     cdef public bint mixed
     @cython.locals(x=cython.longlong, h=cython.longlong)
     cpdef long long member(self, long long switch, long long group_size, long long key)
-    @cython.locals(pair=cython.longlong)
     cpdef long long key(self, long long src, long long dst, long long entropy)
 
 cdef class RandomForwarding(Forwarding):

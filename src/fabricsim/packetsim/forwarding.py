@@ -74,7 +74,7 @@ class EcmpForwarding(Forwarding):
         self.router = router
         self.method = router.method
         self.nodes = router.fabric.num_nodes
-        self.bases: dict[int, int] = {}  # src x nodes + dst -> Router.base(src, dst)
+        self.bases = router.bases  # the router's cache of Router.base, read here directly
         self.port_ints, self.qp_ints = router.port_ints, router.qp_ints
         self.salts = array("q", [int(x) for x in router.salts])
         self.tiers = array("q", [int(x) for x in router.fabric.node_tier])
@@ -83,11 +83,10 @@ class EcmpForwarding(Forwarding):
         self.mixed = self.scalar is fmix32_scalar
 
     def key(self, src: int, dst: int, entropy: int) -> int:
-        """:meth:`Router.key`, with the host pair's base CRC kept here by an integer key."""
-        pair = src * self.nodes + dst
-        base = self.bases.get(pair)
+        """:meth:`Router.key`, reading the router's cache of pair CRCs without a call."""
+        base = self.bases.get(src * self.nodes + dst)
         if base is None:
-            base = self.bases[pair] = self.router.base(src, dst)
+            base = self.router.base(src, dst)
         return header_key(base, self.port_ints, self.qp_ints, entropy)
 
     def member(self, switch: int, group_size: int, key: int) -> int:

@@ -103,7 +103,9 @@ class Router:
     proto: int = UDP
     fields: tuple[str, ...] = FIVE_TUPLE
     nic_rule: PlaneChoice | PxnChoice | None = None  # a NIC stage that does not hash
-    _base: dict[tuple[int, int], int] = field(default_factory=dict)
+    # base CRC of each host pair met so far, by ``src x num_nodes + dst`` (see base; the
+    # packet engine's forwarding reads it too)
+    bases: dict[int, int] = field(default_factory=dict)
     _work: dict[str, np.ndarray] = field(default_factory=dict)  # see _scratch
     _link_dst: list[int] = field(default_factory=list)  # perf: fabric.link_dst, as ints
 
@@ -146,8 +148,8 @@ class Router:
     def base(self, src: int, dst: int) -> int:
         """CRC-32 of (src ip, dst ip, port 0, dst port, proto[, QP 0]) over the hashed fields;
         :meth:`key` adds an entropy value's source port (and QP)."""
-        key = (src, dst)
-        b = self._base.get(key)
+        key = src * self.fabric.num_nodes + dst
+        b = self.bases.get(key)
         if b is None:
             ip, f = self.fabric.host_ip, self.fields
             b = base_crc(
@@ -157,7 +159,7 @@ class Router:
                 self.proto if "proto" in f else 0,
                 self.key_len,
             )
-            self._base[key] = b
+            self.bases[key] = b
         return b
 
     def key(self, src: int, dst: int, entropy: int) -> int:
