@@ -90,6 +90,73 @@ def test_sim_refuses_more_events_than_its_keys_hold():
         sim.at(2, print, None)
 
 
+@pytest.mark.parametrize(
+    ("width_bits", "wheel_bits", "bucket_max"), [(2, 6, 8), (5, 7, 16), (10, 11, 1024)]
+)
+def test_sim_wheel_runs_events_in_heap_order(width_bits, wheel_bits, bucket_max):
+    """Events scheduled by events, at delays within the current window, across the wheel,
+    past it (the overflow heap), beyond a full bucket's room (the overflow heap too) and after
+    idle gaps (the wheel empties and jumps), with runs cut at limits and resumed: the calendar
+    runs them as a heap of (time, insertion) does.  Each event draws its follow-ups from one
+    generator in the order events run, so any misordering changes what follows."""
+    import heapq
+
+    width = 1 << width_bits
+    span = width << wheel_bits
+
+    def play(calendar: str) -> list[tuple[int, int]]:
+        rng = np.random.default_rng(11)
+        log: list[tuple[int, int]] = []
+        ref: list[tuple[int, int, int]] = []
+        seq = [0]
+        sim = Sim(4, width_bits, wheel_bits, bucket_max)
+
+        def schedule(now: int) -> None:
+            for _ in range(int(rng.integers(1, 3))):
+                kind = rng.integers(0, 7)
+                if kind >= 5:  # a window's first or last picosecond (the wheel's edges)
+                    t = ((now >> width_bits) + int(rng.integers(1, 3 << wheel_bits))) * width
+                    delay = t - now - int(kind == 6)
+                elif kind == 0:
+                    delay = 0
+                elif kind == 1:
+                    delay = int(rng.integers(0, width))
+                elif kind == 2:
+                    delay = int(rng.integers(width, span))
+                elif kind == 3:
+                    delay = int(rng.integers(span - width, 3 * span))
+                else:
+                    delay = int(rng.integers(0, 40 * span)) if rng.random() < 0.1 else 7
+                if calendar == "wheel":
+                    sim.at(now + delay, event, seq[0])
+                else:
+                    heapq.heappush(ref, (now + delay, seq[0], seq[0]))
+                seq[0] += 1
+
+        def event(tag: int) -> None:
+            log.append((sim.now if calendar == "wheel" else clock[0], tag))
+            if len(log) < 4000:
+                schedule(log[-1][0])
+
+        clock = [0]
+        for start in (0, 5, 5, 3 * span):
+            for _ in range(3):
+                schedule(start)
+        if calendar == "wheel":
+            for limit in (span // 3, span, 7 * span, 10**12):
+                sim.stopped = False
+                sim.run(limit)
+            assert sim.pending == 0 and sim.pending_args() == []
+        else:
+            while ref:
+                clock[0], _, tag = heapq.heappop(ref)
+                event(tag)
+        return log
+
+    got, want = play("wheel"), play("heap")
+    assert len(got) > 4000 and got == want
+
+
 def test_sim_stops_at_the_limit_and_can_resume():
     sim = Sim()
     out = []

@@ -59,25 +59,42 @@ cdef class PacketPool:
     cpdef Packet get(self)
     cpdef put(self, Packet pkt)
 
-cdef long long _SLOT_BITS, _SEQ_LIMIT
+cdef long long _SLOT_BITS, _SEQ_LIMIT, _BUCKET_MAX
+cdef unsigned long long _ALL
+
+@cython.locals(n=cython.int)
+cdef inline int _low_bit(unsigned long long w)
 
 cdef class Sim:
-    cdef public long long now, events, seq, size, nfree
+    cdef public long long now, events, seq, size, nfree, cap, osize, wn, wb, nb, bk, bmax
+    cdef public long long lo, cut, end
     cdef public bint stopped
-    # the integer tables: array('q') objects, read as C arrays
-    cdef public long long[::1] heap, free
+    # the integer tables: array objects, read as C arrays
+    cdef public long long[::1] heap, free, wheel, count
+    cdef public unsigned long long[::1] bits
     cdef public list objs
-    @cython.locals(slot=cython.longlong, seq=cython.longlong, key=cython.longlong,
-                   i=cython.Py_ssize_t, up=cython.Py_ssize_t, tu=cython.longlong)
+    @cython.locals(slot=cython.longlong, seq=cython.longlong, key=cython.longlong)
     cpdef at(self, long long t_ps, object fn, object arg=*)
+    @cython.locals(b=cython.longlong, c=cython.longlong, i=cython.longlong, one=cython.ulonglong)
+    cdef bint _bucket(self, long long t, long long key)
+    @cython.locals(i=cython.Py_ssize_t, up=cython.Py_ssize_t, tu=cython.longlong)
+    cdef _push(self, Py_ssize_t base, Py_ssize_t n, long long t, long long key)
     @cython.locals(n=cython.longlong, slot=cython.longlong, t=cython.longlong,
                    mask=cython.longlong, el=Element)
     cpdef long long run(self, long long limit_ps)
+    @cython.locals(wb=cython.longlong, nb=cython.longlong, b=cython.longlong,
+                   w=cython.longlong, word=cython.ulonglong, one=cython.ulonglong,
+                   c=cython.longlong,
+                   i=cython.Py_ssize_t, k=cython.Py_ssize_t, size=cython.Py_ssize_t)
+    cdef _turn(self)
+    @cython.locals(cap=cython.Py_ssize_t, t=cython.longlong, key=cython.longlong)
+    cdef _open(self, long long lo)
+    cdef _pop_root(self)
     @cython.locals(size=cython.Py_ssize_t, t=cython.longlong, key=cython.longlong,
                    i=cython.Py_ssize_t, child=cython.Py_ssize_t, first=cython.Py_ssize_t,
                    stop=cython.Py_ssize_t, j=cython.Py_ssize_t, tc=cython.longlong,
                    tj=cython.longlong)
-    cdef _pop_root(self)
+    cdef _pop(self, Py_ssize_t base, Py_ssize_t n)
 
 cdef class Port(Element):
     cdef public Sim sim
