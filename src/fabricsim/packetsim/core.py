@@ -228,8 +228,9 @@ class Sim:
       ahead, a link's delay and a packet's serialization).  Bucket ``b`` holds up to ``bk``
       events of its window, in insertion order, side by side in ``wheel`` from ``2 x b x bk``
       (``count[b]`` of them; bit ``b`` of ``bits`` says whether it holds any).  A bucket that
-      fills doubles every bucket's room (up to ``bmax``, :data:`_BUCKET_MAX`), past that its events go
-      to the overflow heap;
+      fills doubles every bucket's room if the wheel holds a quarter of its room or more (up
+      to ``bmax`` each, :data:`_BUCKET_MAX`); otherwise its further events go to the overflow
+      heap;
     * the **overflow heap** (``heap`` from ``cap``, ``osize`` entries): events at ``end`` =
       ``lo + nb x 2**wb`` or later, and those of full buckets; they move into the wheel as it
       turns.
@@ -315,8 +316,8 @@ class Sim:
         b = (t >> self.wb) & (self.nb - 1)
         c = self.count[b]
         if c == self.bk:
-            if 2 * self.bk > self.bmax:
-                return False
+            if 2 * self.bk > self.bmax or 4 * self.wn < self.nb * self.bk:
+                return False  # perf: the room follows the wheel's load, not one crowded bucket
             self._widen()
         i = 2 * (b * self.bk + c)
         self.wheel[i] = t
