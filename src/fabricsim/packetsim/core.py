@@ -44,7 +44,7 @@ except ImportError:  # pure Python without Cython installed
 __all__ = [
     "ACK", "DATA", "HDR", "NACK",  # the packet kinds (defined in fabricsim.engine_api)
     "DropSink", "Element", "HostPort", "Packet", "PacketPool", "Port", "RandomPool", "Route",
-    "SharedBuffer", "Sim",
+    "SharedBuffer", "Sim", "wheel_width_bits",
 ]
 # fmt: on
 
@@ -215,6 +215,22 @@ def _low_bit(w: int) -> int:
     return n
 
 
+def wheel_width_bits(horizon_ps: int, wheel_bits: int = 11) -> int:
+    """The bucket width (``2**result`` ps) of a wheel of ``2**wheel_bits`` buckets that reaches
+    at least 1.5 x ``horizon_ps`` ahead (at most 2**30 ps a bucket): most events then land
+    on the wheel, not in the overflow heap.
+
+    >>> wheel_width_bits(1_000_000 + 4184 * 80)  # a 1 us link and a 4 KB packet at 100 Gbps
+    10
+    >>> wheel_width_bits(10_000_000)  # 10 us links: 8 ns buckets
+    13
+    """
+    wb = 0
+    while (2 << (wheel_bits + wb)) < 3 * horizon_ps and wb < 30:
+        wb += 1
+    return wb
+
+
 class Sim:
     """Clock and event calendar shared by every element of one simulation (no global state).
 
@@ -225,7 +241,8 @@ class Sim:
     * the **current heap** (``heap`` from 0, ``size`` entries): every event of the current
       window ``[lo, cut)`` (and none later), ordered;
     * the **wheel**: ``nb`` buckets of ``2**wb`` ps each (default 2,048 of 1.024 ns: 2.1 us
-      ahead, a link's delay and a packet's serialization).  Bucket ``b`` holds up to ``bk``
+      ahead, a link's delay and a packet's serialization; the engine sizes the buckets to its
+      fabric, :func:`wheel_width_bits`).  Bucket ``b`` holds up to ``bk``
       events of its window, in insertion order, side by side in ``wheel`` from ``2 x b x bk``
       (``count[b]`` of them; bit ``b`` of ``bits`` says whether it holds any).  A bucket that
       fills doubles every bucket's room if the wheel holds a quarter of its room or more (up

@@ -58,6 +58,7 @@ from fabricsim.packetsim.core import (
     RandomPool,
     SharedBuffer,
     Sim,
+    wheel_width_bits,
 )
 from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_member_choices
 from fabricsim.rng import stream
@@ -199,7 +200,7 @@ class PacketEngine:
         self.progress: Callable[[float], None] | None = None  # called with the simulated time, s
         nic = sc.nic
         self.mss, self.hdr = nic.rdma_data_mss, nic.header_bytes
-        self.sim = Sim()
+        self.sim = Sim(width_bits=wheel_width_bits(self._horizon_ps()))
         self.unloaded_rtt_ps = fabric.unloaded_rtt_ps(self.mss, self.hdr, self.hdr)
         if nic.initial_base_rtt_us == "auto":
             self.base_rtt_ps = self.unloaded_rtt_ps
@@ -279,6 +280,15 @@ class PacketEngine:
         return engine
 
     # -- construction ------------------------------------------------------------------------
+    def _horizon_ps(self) -> int:
+        """How far ahead of now a packet's events land: the longest link delay plus a full
+        packet's serialization on the slowest link that carries any (the calendar's wheel
+        reaches past it)."""
+        fab = self.fabric
+        rates = fab.link_rate_bps[fab.link_rate_bps > 0]
+        ser = -(-(self.mss + self.hdr) * 8 * PS_PER_S // int(rates.min())) if len(rates) else 0
+        return int(fab.link_delay_ps.max(initial=0)) + ser
+
     def _build_ports(self, rand: Callable[[], float]) -> list[Port]:
         fab, sw = self.fabric, self.sc.switch
         ports: list[Port] = []
