@@ -157,6 +157,27 @@ def test_sim_wheel_runs_events_in_heap_order(width_bits, wheel_bits, bucket_max)
     assert len(got) > 4000 and got == want
 
 
+def test_sim_wheel_of_the_widest_buckets_and_the_latest_times():
+    """Buckets of 2**30 ps (compiled, the window's width is no 32-bit shift), times up to the
+    calendar's end at 2**62 ps, and none later."""
+    width = 1 << 30
+    sim, out = Sim(width_bits=30, wheel_bits=6), []
+
+    def first(_):
+        sim.at(sim.now + 1000, out.append, "A")  # the same window, later
+        sim.at(sim.now + width, out.append, "B")  # the next window
+        sim.at((1 << 62) - 5, out.append, "D")
+        sim.at(1 << 62, out.append, "E")
+        sim.at(sim.now + 70 * width, out.append, "C")  # past the wheel
+
+    sim.at(2 * width + 7, first, None)
+    assert sim.run(1 << 62) == 6 and out == ["A", "B", "C", "D", "E"]
+    with pytest.raises(ValueError, match="2\\*\\*62"):
+        sim.at((1 << 62) + 1, out.append, "F")
+    with pytest.raises(ValueError, match="2\\*\\*30 ps"):
+        Sim(width_bits=31)
+
+
 def test_sim_stops_at_the_limit_and_can_resume():
     sim = Sim()
     out = []

@@ -59,14 +59,14 @@ cdef class PacketPool:
     cpdef Packet get(self)
     cpdef put(self, Packet pkt)
 
-cdef long long _SLOT_BITS, _SEQ_LIMIT, _BUCKET_MAX
+cdef long long _SLOT_BITS, _SEQ_LIMIT, _BUCKET_MAX, _TIME_MAX
 cdef unsigned long long _ALL
 
 @cython.locals(n=cython.int)
 cdef inline int _low_bit(unsigned long long w)
 
 cdef class Sim:
-    cdef public long long now, events, seq, size, nfree, cap, osize, wn, wb, nb, bk, bmax
+    cdef public long long now, events, seq, size, nfree, cap, osize, wn, wb, nb, bk, bmax, width
     cdef public long long lo, cut, end
     cdef public bint stopped
     # the integer tables: array objects, read as C arrays

@@ -179,6 +179,8 @@ _SEQ_LIMIT = 1 << 37  # 1 << (63 - _SLOT_BITS), a literal: compiled, C would shi
 """Events one calendar can schedule in a run (2**37, about 1.4e11)."""
 _ALL = 0xFFFFFFFFFFFFFFFF
 """A bucket bitmap's word with every bit set."""
+_TIME_MAX = 1 << 62
+"""The latest time an event may have, ps (about 53 days; the window arithmetic stays in int64)."""
 _BUCKET_MAX = 1024
 """Events a wheel's bucket may hold (a calendar's wheel table stays within 32 MB)."""
 
@@ -270,7 +272,8 @@ class Sim:
     # fmt: off
     __slots__ = (
         "now", "events", "stopped", "seq", "size", "nfree", "heap", "free", "objs", "cap",
-        "osize", "wn", "wb", "nb", "bk", "bmax", "lo", "cut", "end", "wheel", "count", "bits",
+        "osize", "wn", "wb", "nb", "bk", "bmax", "width", "lo", "cut", "end", "wheel", "count",
+        "bits",
     )
     # fmt: on
 
@@ -281,8 +284,8 @@ class Sim:
         wheel_bits: int = 11,
         bucket_max: int = _BUCKET_MAX,
     ) -> None:
-        if not 6 <= wheel_bits <= 16 or not 0 <= width_bits <= 40 or bucket_max < 8:
-            raise ValueError("a wheel of 2**6 to 2**16 buckets of 2**0 to 2**40 ps, 8 or more each")
+        if not 6 <= wheel_bits <= 16 or not 0 <= width_bits <= 30 or bucket_max < 8:
+            raise ValueError("a wheel of 2**6 to 2**16 buckets of 2**0 to 2**30 ps, 8 or more each")
         self.now = 0
         self.events = 0
         self.stopped = False
@@ -298,6 +301,7 @@ class Sim:
         # cache line holds both
         self.objs: list[Any] = [None] * (2 * capacity)
         self.wb, self.nb, self.bk, self.bmax = width_bits, 1 << wheel_bits, 8, bucket_max
+        self.width = 1 << width_bits  # (a field: compiled, C would shift a 32-bit 1)
         self.lo = 0  # the current window [lo, cut); the wheel reaches to end
         self.cut = 1 << width_bits
         self.end = self.nb << width_bits
@@ -309,6 +313,8 @@ class Sim:
         """Call ``fn(arg)`` at time ``t_ps`` (never earlier than now)."""
         if t_ps < self.now:
             t_ps = self.now
+        elif t_ps > _TIME_MAX:
+            raise ValueError(f"an event at {t_ps:,} ps: the calendar's times end at 2**62")
         if not self.nfree:
             self._grow()
         self.nfree -= 1
@@ -476,8 +482,8 @@ class Sim:
         move into the current heap, and those the wheel now reaches into their buckets while
         these have room."""
         self.lo = lo
-        self.cut = lo + (1 << self.wb)
-        self.end = lo + (self.nb << self.wb)
+        self.cut = lo + self.width
+        self.end = lo + self.nb * self.width
         cap = self.cap
         while self.osize:
             t, key = self.heap[2 * cap], self.heap[2 * cap + 1]
