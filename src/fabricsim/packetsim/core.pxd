@@ -62,7 +62,7 @@ cdef class PacketPool:
 cdef long long _SLOT_BITS, _SEQ_LIMIT, _BUCKET_MAX, _TIME_MAX
 cdef unsigned long long _ALL
 
-@cython.locals(n=cython.int)
+@cython.locals(n=cython.int, half=cython.int, one=cython.ulonglong)
 cdef inline int _low_bit(unsigned long long w)
 
 cdef class Sim:

@@ -197,23 +197,13 @@ def _low_bit(w: int) -> int:
     (0, 3, 63)
     """
     n = 0
-    if not w & 0xFFFFFFFF:
-        n += 32
-        w >>= 32
-    if not w & 0xFFFF:
-        n += 16
-        w >>= 16
-    if not w & 0xFF:
-        n += 8
-        w >>= 8
-    if not w & 0xF:
-        n += 4
-        w >>= 4
-    if not w & 3:
-        n += 2
-        w >>= 2
-    if not w & 1:
-        n += 1
+    half = 32
+    one = 1
+    while half:  # halve the span that holds it
+        if not w & ((one << half) - 1):
+            n += half
+            w >>= half
+        half >>= 1
     return n
 
 
