@@ -292,12 +292,10 @@ class Sim:
         self.objs: list[Any] = [None] * (2 * capacity)
         self.wb, self.nb, self.bk, self.bmax = width_bits, 1 << wheel_bits, 8, bucket_max
         self.width = 1 << width_bits  # (a field: compiled, C would shift a 32-bit 1)
-        self.lo = 0  # the current window [lo, cut); the wheel reaches to end
-        self.cut = 1 << width_bits
-        self.end = self.nb << width_bits
         self.wheel = array("q", bytes(16 * self.nb * self.bk))
         self.count = array("q", bytes(8 * self.nb))
         self.bits = array("Q", bytes(self.nb // 8))
+        self._open(0)  # the current window [lo, cut); the wheel reaches to end
 
     def at(self, t_ps: int, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Call ``fn(arg)`` at time ``t_ps`` (never earlier than now)."""
