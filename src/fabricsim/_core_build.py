@@ -59,7 +59,7 @@ def pure_requested() -> bool:
 HASH_SUFFIX = ".srchash"
 
 
-def _digest(source: str | os.PathLike[str]) -> str:
+def digest(source: str | os.PathLike[str]) -> str:
     """Hash of a module's source and of the C types declared beside it (``.pxd``)."""
     h = hashlib.sha256()
     for path in (str(source), str(source)[: -len(".py")] + ".pxd"):
@@ -72,7 +72,7 @@ def _digest(source: str | os.PathLike[str]) -> str:
 def write_source_hash(source: str | os.PathLike[str], compiled: str | os.PathLike[str]) -> None:
     """Record, beside the compiled module, the hash of the source it was compiled from."""
     with open(_stem(str(compiled)) + HASH_SUFFIX, "w", encoding="ascii") as fh:
-        fh.write(_digest(source) + "\n")
+        fh.write(digest(source) + "\n")
 
 
 def _stem(compiled: str) -> str:
@@ -91,7 +91,7 @@ def _stale(source: str) -> bool:
         return False  # nothing compiled here: the normal import finds the source anyway
     try:
         with open(stem + HASH_SUFFIX, encoding="ascii") as fh:
-            return fh.read().strip() != _digest(source)
+            return fh.read().strip() != digest(source)
     except OSError:
         return True
 
