@@ -181,10 +181,10 @@ def test_degenerate_cases() -> None:
 
 
 def test_large_case_is_fast_and_sane() -> None:
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds: a loaded machine does not stretch them
     stats = ecmp_collision_stats(300, 300)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 2.0, f"N=M=300 took {elapsed:.2f} s"
+    elapsed = time.process_time() - start
+    assert elapsed < 2.0, f"N=M=300 took {elapsed:.2f} s of CPU"
     dist = stats.max_load_distribution
     assert list(dist) == list(range(1, 301))
     assert math.fsum(dist.values()) == pytest.approx(1.0, abs=1e-12)
