@@ -263,3 +263,57 @@ def test_other_cm_cells_take_the_checked_reader(tmp_path, cell, needle):
     else:
         with pytest.raises(ConfigError, match=needle):
             read_htsim_cm(path)
+
+
+# -- issue 37 item 2: the .cm header is parsed strictly (it sizes the htsim-uec fabric) --------
+@pytest.mark.parametrize(
+    ("head", "k"),
+    [
+        ("Nodes 16\n", 4),
+        ("# an example: 0->1 start 0 size 100\nNodes 16\n", 4),  # a comment is not a connection
+        ("\nConnections 1\n  nodes 1024\n", 16),  # any order, any case, blank lines
+        ("Connections 1\n", 8),  # no Nodes line: the preset's default fabric
+    ],
+)
+def test_cm_header_sizes_the_preset_fabric(tmp_path, head, k):
+    path = tmp_path / "m.cm"
+    path.write_text(head + ("Connections 1\n" if "Conn" not in head else "") + "0->1 size 10\n")
+    assert fabricsim.config.load_scenario(path).topology.k == k
+
+
+@pytest.mark.parametrize(
+    ("head", "needle"),
+    [
+        ("Nodes 1000000000\n", r"line 1: 'Nodes 1000000000' must be 2\.\.524288"),
+        ("Nodes 99999999999999999999\n", r"'Nodes 99999999999999999999' must be 2\.\.524288"),
+        ("# 0->1 size 5\nNodes 1000000000\n", r"line 2: 'Nodes 1000000000' must be"),
+        ("Nodes 0\n", r"'Nodes 0' must be 2\.\.524288"),
+        ("Nodes 1\n", r"'Nodes 1' must be 2\.\.524288"),
+        ("Nodes 16 # hosts\n", r"'Nodes' needs one whole number .* got '16 # hosts'"),
+        ("Nodes -16\n", r"'Nodes' needs one whole number .* got '-16'"),
+        ("Nodes\n", r"'Nodes' needs one whole number .* got nothing"),
+    ],
+)
+def test_cm_header_that_does_not_fit_is_refused_by_the_preset(tmp_path, head, needle):
+    path = tmp_path / "m.cm"
+    path.write_text(head + "Connections 1\n0->1 size 10\n")
+    with pytest.raises(ConfigError, match=needle) as info:
+        fabricsim.config.load_scenario(path)
+    assert "0..-1" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("head", "needle"),
+    [
+        ("Nodes 0\n", r"line 1: 'Nodes 0' must be 2\.\.524288"),
+        ("Nodes 1\n", r"line 1: 'Nodes 1' must be 2\.\.524288"),
+        ("Nodes 600000\n", r"line 1: 'Nodes 600000' must be 2\.\.524288"),
+        ("Nodes 32\n", r"'Nodes 32' is more than the fabric's 16 hosts \(node ids 0\.\.15\)"),
+    ],
+)
+def test_cm_reader_refuses_a_header_that_does_not_fit(tmp_path, head, needle):
+    path = tmp_path / "m.cm"
+    path.write_text(head + "Connections 1\n0->1 size 10\n")
+    with pytest.raises(ConfigError, match=needle) as info:
+        read_htsim_cm(path, hosts=16)
+    assert "0..-1" not in str(info.value)

@@ -26,6 +26,7 @@ import numpy as np
 
 from fabricsim._compat import pd
 from fabricsim.config.models import Scenario
+from fabricsim.config.presets import CM_MAX_NODES
 from fabricsim.config.workloads import TraceWorkload
 from fabricsim.errors import ConfigError
 from fabricsim.topology.builders import fabric_for
@@ -355,6 +356,12 @@ def htsim_cm_columns(path: str | Path, hosts: int | None = None) -> dict[str, np
             _cm_line(cm, lineno, line)
     if not cm.rows:
         raise ConfigError(f"{FIELD}: {path.name} has no connections")
+    nodes = cm.header.get("nodes")
+    if hosts is not None and nodes is not None and nodes > hosts:
+        raise ConfigError(
+            f"{FIELD}: {path.name}: 'Nodes {nodes}' is more than the fabric's {hosts} hosts "
+            f"(node ids 0..{hosts - 1}); size the topology to the matrix or fix the header"
+        )
     declared = cm.header.get("connections")
     if declared is not None and declared != len(cm.rows):
         raise ConfigError(
@@ -433,6 +440,10 @@ def _cm_header(cm: _CmFile, lineno: int, words: list[str]) -> None:
     value = int(words[1])
     if key in ("triggers", "failures") and value:
         raise cm.fail(lineno, "trigger/failure lines are not supported")
+    if key == "nodes" and not 2 <= value <= CM_MAX_NODES:
+        raise cm.fail(
+            lineno, f"'{shown} {words[1]}' must be 2..{CM_MAX_NODES} (a connection joins 2 nodes)"
+        )
     cm.header[key] = value
 
 
