@@ -31,7 +31,7 @@ from fabricsim.config.workloads import TraceWorkload
 from fabricsim.errors import ConfigError
 from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import Fabric
-from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S, S_PER_US, s_to_us
+from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S, PS_PER_S, PS_PER_US, S_PER_US
 from fabricsim.workloads.base import (
     FlowTable,
     check_total_bytes,
@@ -485,15 +485,35 @@ def write_htsim_cm(df: pd.DataFrame, path: str | Path, nodes: int) -> None:
 def htsim_cm_text(df: pd.DataFrame, nodes: int) -> str:
     """Messages as the text of an htsim connection matrix.
 
-    Start times are written in microseconds with every digit a float needs (no rounding).
+    Start times are rounded once to integer picoseconds (the simulator's clock) and written
+    as exact decimal microseconds: 50 us is ``start 50``, 1.5 ps is ``start 0.000002``.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"src": [0], "dst": [1], "id": [1], "start_s": [50e-6], "size_bytes": [8]})
+    >>> htsim_cm_text(df, 2).splitlines()[-1]
+    '0->1 id 1 start 50 size 8'
     """
     lines = [f"Nodes {nodes}", f"Connections {len(df)}"]
-    cols = zip(df["src"], df["dst"], df["id"], df["start_s"], df["size_bytes"], strict=True)
-    for src, dst, fid, start_s, size in cols:
-        lines.append(
-            f"{int(src)}->{int(dst)} id {int(fid)} start {s_to_us(float(start_s))!r} size {int(size)}"
-        )
+    start_ps = start_ps_array(df["start_s"])
+    cols = zip(df["src"], df["dst"], df["id"], start_ps, df["size_bytes"], strict=True)
+    for src, dst, fid, ps, size in cols:
+        lines.append(f"{int(src)}->{int(dst)} id {int(fid)} start {us_text(int(ps))} size {int(size)}")
     return "\n".join(lines) + "\n"
+
+
+def start_ps_array(start_s: pd.Series | np.ndarray) -> np.ndarray:
+    """Start times in seconds as integer picoseconds (rounded to nearest, once)."""
+    return np.rint(np.asarray(start_s, dtype=np.float64) * PS_PER_S).astype(np.int64)
+
+
+def us_text(ps: int) -> str:
+    """Integer picoseconds as exact decimal microseconds, no trailing zeros.
+
+    >>> us_text(50_000_000), us_text(5_500_000), us_text(1), us_text(0)
+    ('50', '5.5', '0.000001', '0')
+    """
+    whole, frac = divmod(int(ps), PS_PER_US)
+    return f"{whole}.{frac:06d}".rstrip("0").rstrip(".") if frac else str(whole)
 
 
 @register("trace")
@@ -543,8 +563,7 @@ def messages_text(sc: Scenario, fmt: str) -> tuple[str, int, str | None]:
     df = messages_frame(table)
     if fmt != "htsim":
         return df.to_csv(index=False), len(df), None
-    start_us = df["start_s"].to_numpy(dtype=float) * 1e6
-    moved = int(np.count_nonzero(np.abs(start_us - np.round(start_us)) > 1e-6))
+    moved = int(np.count_nonzero(start_ps_array(df["start_s"]) % PS_PER_US))
     note = None
     if moved:
         note = (
