@@ -204,9 +204,9 @@ def export_trace(
     target = _out_file(out)
     sc = scenario_from_options(scenario, set_, seed)
     check_budget(sc, sc.engine.kind)  # the fabric and the workload are built: refuse bombs
-    text, count, note = messages_text(sc, fmt)
+    text, count, notes = messages_text(sc, fmt, target.name)
     if os.path.realpath(target) != os.devnull:  # /dev/null: asked to discard; never replace it
         atomic_write(target, text)  # replaces the file (never writes through a link)
     typer.echo(f"wrote {count} messages to {out}")
-    if note:
+    for note in notes:
         typer.echo(note, err=True)

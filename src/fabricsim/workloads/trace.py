@@ -40,6 +40,7 @@ from fabricsim.workloads.base import (
     read_text,
     register,
 )
+from fabricsim.workloads.trace_failures import failure_notes
 
 REQUIRED = ("src", "dst", "size_bytes", "start_s")
 FIELD = "workload.path"
@@ -550,9 +551,10 @@ def export_messages(sc: Scenario, fmt: str, path: str | Path) -> int:
     return count
 
 
-def messages_text(sc: Scenario, fmt: str) -> tuple[str, int, str | None]:
-    """A scenario's messages as CSV or htsim ``.cm`` text, how many there are, and a note for
-    the user (htsim reads whole microseconds: fractional starts move), or None."""
+def messages_text(sc: Scenario, fmt: str, name: str = "the trace") -> tuple[str, int, list[str]]:
+    """A scenario's messages as CSV or htsim ``.cm`` text, how many there are, and notes for
+    the user, one line each: htsim reads whole microseconds (fractional starts move), and
+    the file carries none of the scenario's link failures (:mod:`.trace_failures`)."""
     fabric = fabric_for(sc.topology)
     table = generate(sc, fabric)
     if table.depends_on is not None and any(table.depends_on):
@@ -561,13 +563,14 @@ def messages_text(sc: Scenario, fmt: str) -> tuple[str, int, str | None]:
             "cannot express that (htsim triggers are not exported)"
         )
     df = messages_frame(table)
+    notes = failure_notes(sc, fmt, name)
     if fmt != "htsim":
-        return df.to_csv(index=False), len(df), None
+        return df.to_csv(index=False), len(df), notes
     moved = int(np.count_nonzero(start_ps_array(df["start_s"]) % PS_PER_US))
-    note = None
     if moved:
-        note = (
+        notes.insert(
+            0,
             f"note: htsim_uec reads start times as whole microseconds (it truncates them): "
-            f"{moved} of {len(df)} messages start up to 1 us earlier there than here"
+            f"{moved} of {len(df)} messages start up to 1 us earlier there than here",
         )
-    return htsim_cm_text(df, fabric.num_hosts), len(df), note
+    return htsim_cm_text(df, fabric.num_hosts), len(df), notes
