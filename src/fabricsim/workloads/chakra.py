@@ -18,6 +18,13 @@ What becomes traffic:
 
 Process groups are named, not listed, in Chakra traces: give their ranks with
 ``workload.trace_groups`` (``pg_name -> ranks``); a group not listed there is every rank.
+A listed group must be used by some all-to-all of the trace, with ranks of the trace.
+
+Input is bounded before anything large is allocated: the ranks (from the file names) must be
+``0..N-1`` with one file each, ``N`` = ``workload.gpus``; a file is at most
+``MAX_TRACE_FILE_BYTES`` on disk and ``MAX_TRACE_DATA_BYTES`` gunzipped (256 MiB each); every
+length prefix is checked against the bytes left, an empty ``Node`` is refused, and nodes are
+decoded one at a time into the ``N x N`` matrix (never held as a list).
 
 Examples
 --------
