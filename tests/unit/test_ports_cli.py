@@ -47,6 +47,10 @@ def test_dst_qp_out_of_range_is_refused_with_its_range(capsys, argv):
     assert "--dst-qp: must be an integer in 0..1023" in err
 
 
+def test_an_empty_hash_is_not_the_default(capsys):
+    assert "--hash: must be one of" in _refused(capsys, ["--paths", "4", "--hash", ""])
+
+
 def test_each_mode_alone_still_runs(capsys):
     assert main(["ports", "--paths", "4", "--salt", "0", "--json"]) == 0
     stage = json.loads(capsys.readouterr().out)

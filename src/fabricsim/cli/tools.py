@@ -170,8 +170,8 @@ def ports(
             _ip("10.0.0.2" if dst_ip is None else dst_ip, "--dst-ip"),
             4791 if dst_port is None else dst_port,
             17 if proto is None else proto,
-            hash_method or "crc32WithSalt",
-            salt or 0,
+            "crc32WithSalt" if hash_method is None else hash_method,
+            0 if salt is None else salt,
             1 if tier is None else tier,
         )
     if as_json:
