@@ -42,7 +42,7 @@ def test_bad_ports_options_are_refused(tmp_path, case):
 
 
 FAILURES = {
-    "failed link, htsim": ("htsim", "topology.failed_links=[agg0_0->core0]", "no form"),
+    "failed link, htsim": ("htsim", "topology.failed_links=[agg0_0->core0]", "no htsim form"),
     "failed link, csv": ("csv", "topology.failed_links=[agg0_0->core0]", "CSV trace has no"),
     "degraded like htsim": ("htsim", "topology.degraded_links={core0->agg0_0: 0.1}", "-failed 1"),
     "degraded 0.5, htsim": ("htsim", "topology.degraded_links={core0->agg0_0: 0.5}", "not to"),

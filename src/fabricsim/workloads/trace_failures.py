@@ -11,7 +11,13 @@ exported from a scenario with failed or degraded links would replay on an intact
   htsim_uec slows the core->aggregation downlinks of the first ``N`` (aggregation switch,
   uplink) pairs, aggregation-major, to 1/10 of their rate (csg-htsim ``FatTreeTopology``;
   its aggregation switch ``a`` uplink ``l`` is our ``agg{a // (k/2)}_{a % (k/2)}`` to
-  ``core{(a % (k/2)) * (k/2) + l}``).  No other failure has an htsim form that matches.
+  ``core{(a % (k/2)) * (k/2) + l}``).
+
+htsim's ``.cm`` also has ``failure switch_type AGG switch_id S link_id L`` lines (with a
+``Failures N`` header) that remove an aggregation-core link, but which core they name depends
+on the htsim build (csg-htsim's ``add_failed_link`` numbers cores ``podpos * k/2 + link``,
+its topology builder ``podpos + k/2 * link``), and fabricsim's own reader refuses them: they
+are not written, and any other failure gets the warning alone.
 """
 
 from __future__ import annotations
@@ -105,6 +111,7 @@ def failure_notes(sc: Scenario, fmt: str, name: str) -> list[str]:
             f"fractions; {back}"
         ]
     return [
-        f"warning: {name} carries no link failure and htsim has no form for this one (its "
-        f"-failed N slows its first N core->agg links to 1/10, nothing else); {back}"
+        f"warning: {name} carries no link failure, and no htsim form matches this one "
+        f"(-failed N slows htsim's first N core->agg links to 1/10; .cm failure lines are not "
+        f"written: their core numbering differs between htsim builds); {back}"
     ]
