@@ -130,7 +130,10 @@ CASES: dict[str, tuple] = {
         "none for rank(s) 0;",
     ),
     # --- workload.trace_groups against the trace
-    "group not in the trace": (groups(f"{{ep: {list(range(GPUS))}, tp: [0, 1]}}"), "trace_groups.tp"),
+    "group not in the trace": (
+        groups(f"{{ep: {list(range(GPUS))}, tp: [0, 1]}}"),
+        "trace_groups.tp",
+    ),
     "group rank outside": (groups("{ep: [0, 16]}"), "rank 16 is not in the trace"),
     "group rank 10**9": (groups("{ep: [0, 1000000000]}"), "ranks must be in 0..15"),
     "group rank negative": (groups("{ep: [-1, 0]}"), "rank -1 is not in the trace"),

@@ -229,7 +229,10 @@ def test_two_files_for_one_rank_are_refused(tmp_path, other):
 @pytest.mark.parametrize(
     ("groups", "needle"),
     [
-        ({"ep": [0, 1], "tp": [0, 1]}, r"trace_groups\.tp: no all-to-all node .* in the trace: 'ep'\)"),
+        (
+            {"ep": [0, 1], "tp": [0, 1]},
+            r"trace_groups\.tp: no all-to-all node .* in the trace: 'ep'\)",
+        ),
         ({"ep": [0, 1, 7]}, r"trace_groups\.ep: rank 7 is not in the trace; .* 0\.\.1"),
         ({"ep": [0, 1, 1]}, r"trace_groups\.ep: rank 1 is listed twice"),
         ({"ep": []}, r"trace_groups\.ep: empty"),

@@ -22,7 +22,10 @@ def _refused(capsys, argv: list[str]) -> str:
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["--paths", "4", *SCEN], "--paths (one ECMP stage) and --scenario, --src-host, --dst-host"),
+        (
+            ["--paths", "4", *SCEN],
+            "--paths (one ECMP stage) and --scenario, --src-host, --dst-host",
+        ),
         ([*SCEN, "--salt", "5"], "--salt (one ECMP stage) and --scenario"),
         ([*SCEN, "--src-ip", "10.0.0.9"], "--src-ip (one ECMP stage)"),
         ([*SCEN, "--hash", "crc32"], "--hash (one ECMP stage)"),
@@ -40,7 +43,8 @@ def test_the_two_modes_do_not_mix(capsys, argv, needle):
 
 
 @pytest.mark.parametrize(
-    "argv", [["--paths", "4", "--dst-qp", "-1"], [*SCEN, "--dst-qp", "-1"], [*SCEN, "--dst-qp", "1024"]]
+    "argv",
+    [["--paths", "4", "--dst-qp", "-1"], [*SCEN, "--dst-qp", "-1"], [*SCEN, "--dst-qp", "1024"]],
 )
 def test_dst_qp_out_of_range_is_refused_with_its_range(capsys, argv):
     err = _refused(capsys, argv)

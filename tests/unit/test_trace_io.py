@@ -322,9 +322,7 @@ def test_cm_reader_refuses_a_header_that_does_not_fit(tmp_path, head, needle):
 # -- issue 37 item 4: export-trace --format htsim writes exact decimal microseconds ----------
 def test_htsim_starts_are_exact_decimals(tmp_path):
     starts = [50 * 1e-6, 5.5e-6, 1.234567e-6, 0.0, 3e-12, 12.345678901234]
-    df = pd.DataFrame(
-        {"src": 0, "dst": 1, "id": range(1, 7), "start_s": starts, "size_bytes": 10}
-    )
+    df = pd.DataFrame({"src": 0, "dst": 1, "id": range(1, 7), "start_s": starts, "size_bytes": 10})
     cm = tmp_path / "x.cm"
     write_htsim_cm(df, cm, nodes=2)
     words = [line.split()[4] for line in cm.read_text().splitlines()[2:]]

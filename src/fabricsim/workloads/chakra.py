@@ -411,7 +411,7 @@ def _check_ranks(files: dict[int, Path], gpus: int | None) -> None:
     missing = _missing_ranks(set(files))
     if missing:
         raise ConfigError(
-            f"{where}: the trace has files for {n} ranks but none for rank(s) "
+            f"{where}: the trace has files for {n} rank{'s' if n > 1 else ''} but none for rank(s) "
             f"{_listing(missing)}; ranks must be 0..N-1, one file each"
         )
     if gpus is not None and n != gpus:

@@ -498,7 +498,9 @@ def htsim_cm_text(df: pd.DataFrame, nodes: int) -> str:
     start_ps = start_ps_array(df["start_s"])
     cols = zip(df["src"], df["dst"], df["id"], start_ps, df["size_bytes"], strict=True)
     for src, dst, fid, ps, size in cols:
-        lines.append(f"{int(src)}->{int(dst)} id {int(fid)} start {us_text(int(ps))} size {int(size)}")
+        lines.append(
+            f"{int(src)}->{int(dst)} id {int(fid)} start {us_text(int(ps))} size {int(size)}"
+        )
     return "\n".join(lines) + "\n"
 
 

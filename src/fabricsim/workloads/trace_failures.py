@@ -97,7 +97,9 @@ def failure_notes(sc: Scenario, fmt: str, name: str) -> list[str]:
         return []
     back = f"to replay it on the same topology in fabricsim, add {_quoted(options)}"
     if fmt != "htsim":
-        return [f"warning: {name} carries no link failure (a CSV trace has no form for them); {back}"]
+        return [
+            f"warning: {name} carries no link failure (a CSV trace has no form for them); {back}"
+        ]
     flag = htsim_failed_flag(topo)
     if flag is not None and flag[1]:
         return [
