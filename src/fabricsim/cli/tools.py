@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -92,7 +93,7 @@ def _needs(options: list[str]) -> str:
     return f"{', '.join(options)} {'needs' if len(options) == 1 else 'need'}"
 
 
-def _one_mode(stage: dict[str, object], path: dict[str, object]) -> str:
+def _one_mode(stage: Mapping[str, object], path: Mapping[str, object]) -> str:
     """``stage`` or ``path``: the mode the given options describe; a mix is refused."""
     in_stage = [k for k, v in stage.items() if v is not None]
     in_path = [k for k, v in path.items() if v not in (None, [])]
