@@ -244,3 +244,13 @@ def test_trace_groups_must_name_the_traces_groups_and_ranks(tmp_path, groups, ne
     with pytest.raises(ConfigError, match=needle):
         chakra_matrix(tmp_path, groups)
     assert chakra_matrix(tmp_path, {"ep": [0, 1]}).sum() == 20
+
+
+def test_gunzip_in_small_steps_gives_every_byte(monkeypatch):
+    from fabricsim.workloads import chakra
+
+    monkeypatch.setattr(chakra, "_INFLATE_STEP", 1000)  # step ends inside long matches
+    rng = np.random.default_rng(1)
+    raw = bytes(rng.integers(0, 4, 2000, dtype=np.uint8)) * 60 + bytes(rng.bytes(5000))
+    data = gzip.compress(raw[:50_000], 9) + gzip.compress(raw[50_000:], 1)
+    assert chakra._gunzip_bounded(data, "x") == raw

@@ -240,6 +240,7 @@ def write_trace(path: str | Path, nodes: list[Any], version: str = "0.0.4") -> N
 MAX_TRACE_FILE_BYTES = 256 * 1024**2  # one rank's file as stored (gzipped or not)
 MAX_TRACE_DATA_BYTES = 256 * 1024**2  # one rank's file after gunzip
 _LIMIT_TEXT = "256 MiB"
+_INFLATE_STEP = 16 * 1024**2
 
 
 def _read_bounded(p: Path) -> bytes:
@@ -258,20 +259,28 @@ def _read_bounded(p: Path) -> bytes:
 
 
 def _gunzip_bounded(data: bytes, fname: str) -> bytes:
-    """Gunzip ``data`` (one or several members) into at most ``MAX_TRACE_DATA_BYTES``."""
+    """Gunzip ``data`` (one or several members) into at most ``MAX_TRACE_DATA_BYTES``,
+    inflating 16 MiB at a time (a bomb costs the limit, never its full size)."""
     out = bytearray()
     rest = data
     while rest:
         inflate = zlib.decompressobj(wbits=31)
-        try:
-            out += inflate.decompress(rest, MAX_TRACE_DATA_BYTES + 1 - len(out))
-        except zlib.error:
-            raise ConfigError(f"workload.path: {fname}: broken gzip data") from None
-        if len(out) > MAX_TRACE_DATA_BYTES or inflate.unconsumed_tail:
-            raise ConfigError(
-                f"workload.path: {fname} decompresses to more than {_LIMIT_TEXT} "
-                f"({MAX_TRACE_DATA_BYTES} bytes), the largest trace read"
-            )
+        pending = rest
+        while not inflate.eof:
+            room = min(_INFLATE_STEP, MAX_TRACE_DATA_BYTES + 1 - len(out))
+            try:
+                chunk = inflate.decompress(pending, room)
+            except zlib.error:
+                raise ConfigError(f"workload.path: {fname}: broken gzip data") from None
+            out += chunk
+            if len(out) > MAX_TRACE_DATA_BYTES:
+                raise ConfigError(
+                    f"workload.path: {fname} decompresses to more than {_LIMIT_TEXT} "
+                    f"({MAX_TRACE_DATA_BYTES} bytes), the largest trace read"
+                )
+            pending = inflate.unconsumed_tail
+            if not chunk and not pending:
+                break  # no input left and nothing more came out
         if not inflate.eof:
             raise ConfigError(f"workload.path: {fname}: broken gzip data (cut short)")
         rest = inflate.unused_data
