@@ -49,6 +49,19 @@ def cm(lines: str, head: str = CM_HEAD):
     return trace("t.cm", head + lines)
 
 
+def cm_direct(text: str):
+    """``fabricsim run t.cm``: the htsim-uec preset sizes its fabric from the header."""
+
+    def build(t: Path) -> list[str]:
+        (t / "t.cm").write_text(text)
+        return ["run", "t.cm", "--out", str(t / "out")]
+
+    return build
+
+
+BODY = "Connections 1\n0->1 start 0 size 100\n"
+
+
 def parquet(**columns):
     def build(t: Path) -> list[str]:
         frame = {"src": [0, 1], "dst": [9, 10], "size_bytes": [10, 20], "start_s": [0.0, 0.0]}
@@ -157,6 +170,29 @@ CASES: dict[str, tuple] = {
     "cm node outside Nodes": (cm("0->9 size 5\n", "Nodes 4\nConnections 1\n"), "Nodes 4"),
     "cm host outside fabric": (cm("0->99 size 5\n", "Connections 1\n"), "outside the fabric"),
     "cm unparsable line": (cm("zero to one\n"), "cannot parse"),
+    # --- .cm headers, strictly (issue 37 item 2): they size the htsim-uec preset's fabric
+    "cm Nodes 10 digits": (cm_direct("Nodes 1000000000\n" + BODY), "'Nodes 1000000000' must be"),
+    "cm Nodes 20 digits": (cm_direct("Nodes 99999999999999999999\n" + BODY), "2..524288"),
+    "cm comment with -> then huge Nodes": (
+        cm_direct("# 0->1 an example\nNodes 1000000000\n" + BODY),
+        "line 2: 'Nodes 1000000000'",
+    ),
+    "cm Nodes 0 preset": (cm_direct("Nodes 0\n" + BODY), "'Nodes 0' must be 2..524288"),
+    "cm Nodes 1 preset": (cm_direct("Nodes 1\n" + BODY), "'Nodes 1' must be"),
+    "cm Nodes with a comment": (cm_direct("Nodes 16 # hosts\n" + BODY), "got '16 # hosts'"),
+    "cm Nodes negative": (cm_direct("Nodes -16\n" + BODY), "got '-16'"),
+    "cm Nodes bare": (cm_direct("Nodes\n" + BODY), "got nothing"),
+    "cm Nodes 16.0": (cm_direct("Nodes 16.0\n" + BODY), "got '16.0'"),
+    "cm Nodes 20 not a fat tree": (cm_direct("Nodes 20\n" + BODY), "k^3/4 hosts"),
+    "cm Nodes 0 in a scenario": (cm("0->1 size 5\n", "Nodes 0\nConnections 1\n"), "'Nodes 0'"),
+    "cm Nodes above the fabric": (
+        cm("0->1 size 5\n", "Nodes 32\nConnections 1\n"),
+        "'Nodes 32' is more than the fabric's 16 hosts",
+    ),
+    "cm Nodes 600000 in a scenario": (
+        cm("0->1 size 5\n", "Nodes 600000\nConnections 1\n"),
+        "must be 2..524288",
+    ),
     # --- kv_cache prompt traces and GPU profiles
     "prompt csv not utf-8": (kv("prompt_path", "p.csv", NOT_UTF8, PROMPT), "UTF-8"),
     "prompt tokens too many": (
@@ -229,3 +265,11 @@ def test_valid_cm_still_runs(tmp_path):
     outcome = run_cli(argv, tmp_path, wall_s=30)
     assert outcome.code == 0, outcome.stderr
     assert '"bytes_total": 3000' in (tmp_path / "out" / "summary.json").read_text()
+
+
+def test_cm_comment_with_arrow_does_not_hide_the_header(tmp_path):
+    argv = cm_direct("# 0->1 start 0 size 100\nNodes 16\n" + BODY)(tmp_path)
+    outcome = run_cli(argv, tmp_path, wall_s=60)
+    assert outcome.code == 0, outcome.stderr
+    config = (tmp_path / "out" / "config.yaml").read_text()
+    assert "\n  k: 4\n" in config  # 16 hosts: k=4, not the default 128-host k=8

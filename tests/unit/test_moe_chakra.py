@@ -143,3 +143,114 @@ def test_trace_size_must_match_the_fabric(tmp_path, capsys):
     assert main(["run", str(yaml), "--out", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert "4 x 4 but the fabric/workload has 8 GPUs" in err and "\n" not in err
+
+
+# -- issue 37 item 1: bounded before allocating; ranks and groups checked ----------------------
+def _two_ranks(tmp_path, prefix="t"):
+    write_trace(tmp_path / f"{prefix}.0.et", [send_node(1, dst=1, size=10)])
+    write_trace(tmp_path / f"{prefix}.1.et", [compute_node(1)])
+
+
+def test_zero_bytes_are_refused_at_the_first_empty_node(tmp_path):
+    _two_ranks(tmp_path)
+    (tmp_path / "t.0.et").write_bytes(bytes(100_000))  # 100,000 empty messages
+    with pytest.raises(ConfigError, match=r"t\.0\.et: message 1 is empty"):
+        chakra_matrix(tmp_path)
+
+
+def test_file_size_is_bounded_before_reading(tmp_path, monkeypatch):
+    from fabricsim.workloads import chakra
+
+    _two_ranks(tmp_path)
+    monkeypatch.setattr(chakra, "MAX_TRACE_FILE_BYTES", 8)
+    with pytest.raises(ConfigError, match=r"t\.0\.et is \d+ bytes, more than"):
+        chakra_matrix(tmp_path)
+
+
+def test_gunzipped_size_is_bounded(tmp_path, monkeypatch):
+    from fabricsim.workloads import chakra
+
+    _two_ranks(tmp_path)
+    member = gzip.compress(bytes(4096))
+    (tmp_path / "t.0.et").write_bytes(member * 4)  # several members: 16 KiB unpacked
+    monkeypatch.setattr(chakra, "MAX_TRACE_DATA_BYTES", 10_000)
+    with pytest.raises(ConfigError, match=r"t\.0\.et decompresses to more than"):
+        chakra_matrix(tmp_path)
+
+
+def test_multi_member_gzip_and_zero_padding_still_read(tmp_path):
+    _two_ranks(tmp_path)
+    data = (tmp_path / "t.0.et").read_bytes()
+    (tmp_path / "t.0.et").write_bytes(gzip.compress(data[:3]) + gzip.compress(data[3:]) + bytes(8))
+    assert chakra_matrix(tmp_path)[0, 1] == 10
+
+
+def test_a_cut_gzip_is_refused(tmp_path):
+    _two_ranks(tmp_path)
+    data = gzip.compress((tmp_path / "t.0.et").read_bytes())
+    (tmp_path / "t.0.et").write_bytes(data[:-12])
+    with pytest.raises(ConfigError, match="broken gzip"):
+        chakra_matrix(tmp_path)
+
+
+def test_a_huge_rank_id_is_refused_from_the_file_name(tmp_path):
+    _two_ranks(tmp_path)
+    write_trace(tmp_path / "t.99999999.et", [compute_node(1)])
+    with pytest.raises(ConfigError, match=r"none for rank\(s\) 2, 3, 4, 5, 6, 7, 8, 9, \.\.\."):
+        chakra_matrix(tmp_path)
+    with pytest.raises(ConfigError, match=r"rank 99999999 \(file t\.99999999\.et\).* 4 GPUs"):
+        chakra_matrix(tmp_path, gpus=4)
+
+
+@pytest.mark.parametrize(
+    ("ranks", "gpus", "needle"),
+    [
+        ((0, 1, 5), None, r"files for 3 ranks but none for rank\(s\) 2, 3, 4;"),
+        ((1, 2), None, r"none for rank\(s\) 0;"),
+        ((0, 1, 2), 2, r"rank 2 \(file t\.2\.et\) but the fabric/workload has 2 GPUs"),
+        ((0, 1), 3, r"the trace is 2 x 2 but the fabric/workload has 3 GPUs"),
+    ],
+)
+def test_ranks_must_be_0_to_n_minus_1(tmp_path, ranks, gpus, needle):
+    for r in ranks:
+        write_trace(tmp_path / f"t.{r}.et", [send_node(1, dst=ranks[0], size=10)])
+    with pytest.raises(ConfigError, match=needle):
+        chakra_matrix(tmp_path, gpus=gpus)
+
+
+@pytest.mark.parametrize("other", ["t.01.et", "t.1.et.gz"])
+def test_two_files_for_one_rank_are_refused(tmp_path, other):
+    _two_ranks(tmp_path)
+    write_trace(tmp_path / other, [send_node(1, dst=0, size=99)])
+    with pytest.raises(ConfigError, match=r"are both rank 1; keep one file per rank"):
+        chakra_matrix(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("groups", "needle"),
+    [
+        (
+            {"ep": [0, 1], "tp": [0, 1]},
+            r"trace_groups\.tp: no all-to-all node .* in the trace: 'ep'\)",
+        ),
+        ({"ep": [0, 1, 7]}, r"trace_groups\.ep: rank 7 is not in the trace; .* 0\.\.1"),
+        ({"ep": [0, 1, 1]}, r"trace_groups\.ep: rank 1 is listed twice"),
+        ({"ep": []}, r"trace_groups\.ep: empty"),
+    ],
+)
+def test_trace_groups_must_name_the_traces_groups_and_ranks(tmp_path, groups, needle):
+    write_trace(tmp_path / "g.0.et", [all_to_all_node(1, size=10, pg_name="ep")])
+    write_trace(tmp_path / "g.1.et", [all_to_all_node(1, size=10, pg_name="ep")])
+    with pytest.raises(ConfigError, match=needle):
+        chakra_matrix(tmp_path, groups)
+    assert chakra_matrix(tmp_path, {"ep": [0, 1]}).sum() == 20
+
+
+def test_gunzip_in_small_steps_gives_every_byte(monkeypatch):
+    from fabricsim.workloads import chakra
+
+    monkeypatch.setattr(chakra, "_INFLATE_STEP", 1000)  # step ends inside long matches
+    rng = np.random.default_rng(1)
+    raw = bytes(rng.integers(0, 4, 2000, dtype=np.uint8)) * 60 + bytes(rng.bytes(5000))
+    data = gzip.compress(raw[:50_000], 9) + gzip.compress(raw[50_000:], 1)
+    assert chakra._gunzip_bounded(data, "x") == raw

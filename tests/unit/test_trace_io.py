@@ -263,3 +263,82 @@ def test_other_cm_cells_take_the_checked_reader(tmp_path, cell, needle):
     else:
         with pytest.raises(ConfigError, match=needle):
             read_htsim_cm(path)
+
+
+# -- issue 37 item 2: the .cm header is parsed strictly (it sizes the htsim-uec fabric) --------
+@pytest.mark.parametrize(
+    ("head", "k"),
+    [
+        ("Nodes 16\n", 4),
+        ("# an example: 0->1 start 0 size 100\nNodes 16\n", 4),  # a comment is not a connection
+        ("\nConnections 1\n  nodes 1024\n", 16),  # any order, any case, blank lines
+        ("Connections 1\n", 8),  # no Nodes line: the preset's default fabric
+    ],
+)
+def test_cm_header_sizes_the_preset_fabric(tmp_path, head, k):
+    path = tmp_path / "m.cm"
+    path.write_text(head + ("Connections 1\n" if "Conn" not in head else "") + "0->1 size 10\n")
+    assert fabricsim.config.load_scenario(path).topology.k == k
+
+
+@pytest.mark.parametrize(
+    ("head", "needle"),
+    [
+        ("Nodes 1000000000\n", r"line 1: 'Nodes 1000000000' must be 2\.\.524288"),
+        ("Nodes 99999999999999999999\n", r"'Nodes 99999999999999999999' must be 2\.\.524288"),
+        ("# 0->1 size 5\nNodes 1000000000\n", r"line 2: 'Nodes 1000000000' must be"),
+        ("Nodes 0\n", r"'Nodes 0' must be 2\.\.524288"),
+        ("Nodes 1\n", r"'Nodes 1' must be 2\.\.524288"),
+        ("Nodes 16 # hosts\n", r"'Nodes' needs one whole number .* got '16 # hosts'"),
+        ("Nodes -16\n", r"'Nodes' needs one whole number .* got '-16'"),
+        ("Nodes\n", r"'Nodes' needs one whole number .* got nothing"),
+    ],
+)
+def test_cm_header_that_does_not_fit_is_refused_by_the_preset(tmp_path, head, needle):
+    path = tmp_path / "m.cm"
+    path.write_text(head + "Connections 1\n0->1 size 10\n")
+    with pytest.raises(ConfigError, match=needle) as info:
+        fabricsim.config.load_scenario(path)
+    assert "0..-1" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("head", "needle"),
+    [
+        ("Nodes 0\n", r"line 1: 'Nodes 0' must be 2\.\.524288"),
+        ("Nodes 1\n", r"line 1: 'Nodes 1' must be 2\.\.524288"),
+        ("Nodes 600000\n", r"line 1: 'Nodes 600000' must be 2\.\.524288"),
+        ("Nodes 32\n", r"'Nodes 32' is more than the fabric's 16 hosts \(node ids 0\.\.15\)"),
+    ],
+)
+def test_cm_reader_refuses_a_header_that_does_not_fit(tmp_path, head, needle):
+    path = tmp_path / "m.cm"
+    path.write_text(head + "Connections 1\n0->1 size 10\n")
+    with pytest.raises(ConfigError, match=needle) as info:
+        read_htsim_cm(path, hosts=16)
+    assert "0..-1" not in str(info.value)
+
+
+# -- issue 37 item 4: export-trace --format htsim writes exact decimal microseconds ----------
+def test_htsim_starts_are_exact_decimals(tmp_path):
+    starts = [50 * 1e-6, 5.5e-6, 1.234567e-6, 0.0, 3e-12, 12.345678901234]
+    df = pd.DataFrame({"src": 0, "dst": 1, "id": range(1, 7), "start_s": starts, "size_bytes": 10})
+    cm = tmp_path / "x.cm"
+    write_htsim_cm(df, cm, nodes=2)
+    words = [line.split()[4] for line in cm.read_text().splitlines()[2:]]
+    assert words == ["50", "5.5", "1.234567", "0", "0.000003", "12345678.901234"]
+    back = read_htsim_cm(cm)
+    ps = np.rint(back.sort_values("id")["start_s"].to_numpy() * 1e12).astype(np.int64)
+    assert ps.tolist() == np.rint(np.array(starts) * 1e12).astype(np.int64).tolist()
+
+
+def test_export_trace_writes_50_us_as_50(tmp_path, capsys):
+    trace = tmp_path / "t.csv"
+    trace.write_text(HEADER + f"0,9,1000,{50 * 1e-6!r}\n1,10,1000,0.0000015\n")
+    yaml_path = tmp_path / "s.yaml"
+    yaml_path.write_text(f"workload: {{kind: trace, path: {trace}}}\n")
+    out = tmp_path / "t.cm"
+    assert main(["export-trace", str(yaml_path), "--format", "htsim", "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[2:] == ["1->10 id 1 start 1.5 size 1000", "0->9 id 0 start 50 size 1000"]
+    assert "1 of 2 messages start up to 1 us earlier" in capsys.readouterr().err

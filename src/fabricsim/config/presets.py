@@ -90,7 +90,8 @@ HTSIM_HEADER_BYTES = 64  # data header; ACKs, NACKs and trimmed headers are this
 # NSCC's reference path (100 Gbps x 12 us): its steps scale with the path's BDP relative to it.
 HTSIM_REFERENCE_BDP_BYTES = 150_000
 HTSIM_REFERENCE_RTT_US = 12.0
-_CM_NODES = re.compile(r"^\s*Nodes\s+([0-9]{1,9})\s*$", re.IGNORECASE)
+_CM_HEADER_WORDS = ("nodes", "connections", "triggers", "failures")
+CM_MAX_NODES = 128**3 // 4  # hosts of a fat tree with topology.k at its largest, 128
 
 
 def fat_tree_k(hosts: int) -> int:
@@ -112,17 +113,40 @@ def fat_tree_k(hosts: int) -> int:
 
 
 def cm_nodes(path: str | Path) -> int | None:
-    """The ``Nodes N`` of an htsim connection matrix's header, or None if it has none."""
+    """The ``Nodes N`` of an htsim connection matrix's header, or None if it has none.
+
+    The header is read as the trace reader reads it: blank lines and ``#`` comments are
+    skipped, header words (``Nodes``, ``Connections``, ...) may come in any order, and the
+    first other line ends the header.  A ``Nodes`` line that is not ``Nodes <digits>`` with
+    ``2 <= N <=`` :data:`CM_MAX_NODES` is refused (it would size the fabric).
+    """
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if "->" in line:
+            for lineno, raw in enumerate(fh, 1):
+                words = raw.split()
+                if not words or words[0].startswith("#"):
+                    continue
+                if words[0].lower() not in _CM_HEADER_WORDS:
                     return None
-                if m := _CM_NODES.match(line):
-                    return int(m.group(1))
+                if words[0].lower() == "nodes":
+                    return _cm_nodes_value(Path(path).name, lineno, words)
     except OSError:
         return None  # the trace reader reports the unreadable file with its own message
     return None
+
+
+def _cm_nodes_value(name: str, lineno: int, words: list[str]) -> int:
+    where = f"workload.path: {name}: line {lineno}"
+    if len(words) != 2 or not re.fullmatch(r"[0-9]+", words[1]):
+        got = "nothing" if len(words) == 1 else repr(" ".join(words[1:])[:40])
+        raise ConfigError(f"{where}: 'Nodes' needs one whole number (e.g. 'Nodes 16'), got {got}")
+    nodes = int(words[1])
+    if not 2 <= nodes <= CM_MAX_NODES:
+        raise ConfigError(
+            f"{where}: 'Nodes {words[1][:40]}' must be 2..{CM_MAX_NODES} (the hosts of the "
+            f"largest fat tree, k=128)"
+        )
+    return nodes
 
 
 def _htsim_nscc(mss: int) -> dict[str, Any]:

@@ -31,6 +31,11 @@ def _int(name: str, value: object, low: int, high: int, what: str = "") -> int:
     return int(value)  # type: ignore[call-overload]
 
 
+def check_dst_qp(dst_qp: object) -> int:
+    """``--dst-qp``: a queue pair index, ``0..MAX_QPS-1``."""
+    return _int("--dst-qp", dst_qp, 0, MAX_QPS - 1, " (a queue pair index)")
+
+
 def stage_ports(
     members: int,
     src_ip: int,
@@ -89,6 +94,7 @@ def path_ports(sc: Scenario, src_host: int, dst_host: int, dst_qp: int = 0) -> d
     ``dst_qp`` is the packets' destination QP: it moves them only if the switches hash it
     (``switch.hash_fields`` with ``dst_qp``).
     """
+    dst_qp = check_dst_qp(dst_qp)
     fab = fabric_for(sc.topology)
     top = fab.num_hosts - 1
     src_host = _int("--src-host", src_host, 0, top, " (a host of the scenario's fabric)")
@@ -102,7 +108,6 @@ def path_ports(sc: Scenario, src_host: int, dst_host: int, dst_qp: int = 0) -> d
             f"{dst_host}, more than the {NUM_PORTS} source ports to list (reduce "
             "topology.parallel_links or topology.spines)"
         )
-    dst_qp = _int("--dst-qp", dst_qp, 0, MAX_QPS - 1, " (a queue pair index)")
     router = Router.for_scenario(sc, fab)
     per_path = router.ports_per_path(src_host, dst_host, dst_qp)
     labels = {p: fab.path_label(p) for p in per_path}

@@ -18,6 +18,13 @@ What becomes traffic:
 
 Process groups are named, not listed, in Chakra traces: give their ranks with
 ``workload.trace_groups`` (``pg_name -> ranks``); a group not listed there is every rank.
+A listed group must be used by some all-to-all of the trace, with ranks of the trace.
+
+Input is bounded before anything large is allocated: the ranks (from the file names) must be
+``0..N-1`` with one file each, ``N`` = ``workload.gpus``; a file is at most
+``MAX_TRACE_FILE_BYTES`` on disk and ``MAX_TRACE_DATA_BYTES`` gunzipped (256 MiB each); every
+length prefix is checked against the bytes left, an empty ``Node`` is refused, and nodes are
+decoded one at a time into the ``N x N`` matrix (never held as a list).
 
 Examples
 --------
@@ -32,9 +39,9 @@ Examples
 from __future__ import annotations
 
 import functools
-import gzip
 import math
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -230,8 +237,62 @@ def write_trace(path: str | Path, nodes: list[Any], version: str = "0.0.4") -> N
 
 
 # -- reading ---------------------------------------------------------------------------------
-def _messages(data: bytes, fname: str) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(index, payload)`` of each length-delimited message."""
+MAX_TRACE_FILE_BYTES = 256 * 1024**2  # one rank's file as stored (gzipped or not)
+MAX_TRACE_DATA_BYTES = 256 * 1024**2  # one rank's file after gunzip
+_LIMIT_TEXT = "256 MiB"
+_INFLATE_STEP = 16 * 1024**2
+
+
+def _read_bounded(p: Path) -> bytes:
+    """The bytes of one rank's file, gunzipped; both sizes bounded before allocating."""
+    if not p.is_file():
+        raise ConfigError(f"workload.path: {p.name} is not a regular file")
+    if p.stat().st_size > MAX_TRACE_FILE_BYTES:
+        raise ConfigError(
+            f"workload.path: {p.name} is {p.stat().st_size} bytes, more than {_LIMIT_TEXT} "
+            f"({MAX_TRACE_FILE_BYTES} bytes), the largest trace file read"
+        )
+    data = p.read_bytes()
+    if data[:2] != b"\x1f\x8b":
+        return data
+    return _gunzip_bounded(data, p.name)
+
+
+def _gunzip_bounded(data: bytes, fname: str) -> bytes:
+    """Gunzip ``data`` (one or several members) into at most ``MAX_TRACE_DATA_BYTES``,
+    inflating 16 MiB at a time (a bomb costs the limit, never its full size)."""
+    out = bytearray()
+    rest = data
+    while rest:
+        inflate = zlib.decompressobj(wbits=31)
+        pending = rest
+        while not inflate.eof:
+            room = min(_INFLATE_STEP, MAX_TRACE_DATA_BYTES + 1 - len(out))
+            try:
+                chunk = inflate.decompress(pending, room)
+            except zlib.error:
+                raise ConfigError(f"workload.path: {fname}: broken gzip data") from None
+            out += chunk
+            if len(out) > MAX_TRACE_DATA_BYTES:
+                raise ConfigError(
+                    f"workload.path: {fname} decompresses to more than {_LIMIT_TEXT} "
+                    f"({MAX_TRACE_DATA_BYTES} bytes), the largest trace read"
+                )
+            pending = inflate.unconsumed_tail
+            if not chunk and not pending:
+                break  # no input left and nothing more came out
+        if not inflate.eof:
+            raise ConfigError(f"workload.path: {fname}: broken gzip data (cut short)")
+        rest = inflate.unused_data
+        if rest and rest.strip(b"\x00") == b"":  # zero padding after the last member
+            break
+    return bytes(out)
+
+
+def _messages(data: bytes, fname: str) -> Iterator[tuple[int, memoryview]]:
+    """Yield ``(index, payload)`` of each length-delimited message; every length prefix is
+    checked against the bytes left before anything is decoded."""
+    view = memoryview(data)
     pos, index = 0, 0
     while pos < len(data):
         size, shift = 0, 0
@@ -253,26 +314,28 @@ def _messages(data: bytes, fname: str) -> Iterator[tuple[int, bytes]]:
                 f"workload.path: {fname}: message {index} is truncated ({size} bytes announced, "
                 f"{len(data) - pos} left) — not a Chakra trace, or a cut file"
             )
-        yield index, data[pos : pos + size]
+        if index and not size:
+            raise ConfigError(
+                f"workload.path: {fname}: message {index} is empty (0 bytes: a Node with no id "
+                f"and no type) — not a Chakra trace"
+            )
+        yield index, view[pos : pos + size]
         pos += size
         index += 1
 
 
-def read_trace(path: str | Path) -> tuple[Any, list[Any]]:
-    """One rank's ``(GlobalMetadata, [Node, ...])``; malformed input raises ConfigError."""
+def iter_trace(path: str | Path) -> Iterator[Any]:
+    """One rank's ``GlobalMetadata``, then its ``Node`` s one at a time (a trace is never held
+    as a list of messages); malformed input raises ConfigError naming the file."""
     p = Path(path)
-    data = p.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError):
-            raise ConfigError(f"workload.path: {p.name}: broken gzip data") from None
+    data = _read_bounded(p)
+    if not data:
+        raise ConfigError(f"workload.path: {p.name}: empty file")
     from google.protobuf.message import DecodeError  # perf: lazy
 
     node_cls, _, meta_cls = _classes()
-    meta, nodes = meta_cls(), []
     for index, payload in _messages(data, p.name):
-        msg = meta if index == 0 else node_cls()
+        msg = meta_cls() if index == 0 else node_cls()
         try:
             msg.ParseFromString(payload)
         except DecodeError:
@@ -280,15 +343,33 @@ def read_trace(path: str | Path) -> tuple[Any, list[Any]]:
             raise ConfigError(
                 f"workload.path: {p.name}: message {index} is not a Chakra {what} (protobuf decode error)"
             ) from None
-        if index:
-            nodes.append(msg)
-    if not nodes and not data:
-        raise ConfigError(f"workload.path: {p.name}: empty file")
-    return meta, nodes
+        yield msg
 
 
-def trace_files(path: str | Path) -> dict[int, Path]:
-    """Rank -> file of a trace set given as a directory or as one ``<prefix>.<rank>.et`` file."""
+def read_trace(path: str | Path) -> tuple[Any, list[Any]]:
+    """One rank's ``(GlobalMetadata, [Node, ...])``; malformed input raises ConfigError."""
+    messages = iter_trace(path)
+    meta = next(messages)
+    return meta, list(messages)
+
+
+def _listing(ranks: list[int], limit: int = 8) -> str:
+    shown = ", ".join(str(r) for r in ranks[:limit])
+    return shown + (", ..." if len(ranks) > limit else "")
+
+
+def _missing_ranks(present: set[int]) -> list[int]:
+    """The first few of ``0..max(present)`` without a file (at most ``len + 9`` looked at)."""
+    top = min(max(present) + 1, len(present) + 9)
+    return [r for r in range(top) if r not in present]
+
+
+def trace_files(path: str | Path, gpus: int | None = None) -> dict[int, Path]:
+    """Rank -> file of a trace set given as a directory or as one ``<prefix>.<rank>.et`` file.
+
+    The ranks must be ``0..N-1``, each with one file; with ``gpus`` given, ``N`` must be it.
+    Both are checked from the file names, before any file is read.
+    """
     p = Path(path)
     if not p.exists():
         raise ConfigError(f"workload.path: not found: {p}")
@@ -312,7 +393,41 @@ def trace_files(path: str | Path) -> dict[int, Path]:
         ]
     if not found:
         raise ConfigError(f"workload.path: {p}: no <prefix>.<rank>.et files")
-    return {int(m["rank"]): f for m, f in found}
+    files: dict[int, Path] = {}
+    for m, f in found:
+        rank = int(m["rank"])
+        if rank in files:
+            raise ConfigError(
+                f"workload.path: {files[rank].name} and {f.name} are both rank {rank}; "
+                f"keep one file per rank"
+            )
+        files[rank] = f
+    _check_ranks(files, gpus)
+    return files
+
+
+def _check_ranks(files: dict[int, Path], gpus: int | None) -> None:
+    n = len(files)
+    where = f"workload.path: {next(iter(files.values())).name}"
+    if gpus is not None:
+        outside = sorted(r for r in files if r >= gpus)
+        if outside:
+            raise ConfigError(
+                f"{where}: the trace has rank {outside[-1]} (file {files[outside[-1]].name}) but "
+                f"the fabric/workload has {gpus} GPUs, ranks 0..{gpus - 1} (one NIC per GPU: "
+                f"set workload.gpus or change the topology)"
+            )
+    missing = _missing_ranks(set(files))
+    if missing:
+        raise ConfigError(
+            f"{where}: the trace has files for {n} rank{'s' if n > 1 else ''} but none for rank(s) "
+            f"{_listing(missing)}; ranks must be 0..N-1, one file each"
+        )
+    if gpus is not None and n != gpus:
+        raise ConfigError(
+            f"{where}: the trace is {n} x {n} but the fabric/workload has {gpus} GPUs (files "
+            f"for ranks 0..{n - 1}; one NIC per GPU: set workload.gpus or change the topology)"
+        )
 
 
 def _attrs(node: Any) -> dict[str, Any]:
@@ -345,41 +460,39 @@ def _int_attr(attrs: dict[str, Any], key: str, node: Any, fname: str) -> int:
 
 
 def read_chakra(
-    path: str | Path, groups: dict[str, list[int]] | None = None
+    path: str | Path, groups: dict[str, list[int]] | None = None, gpus: int | None = None
 ) -> tuple[np.ndarray, dict[str, int]]:
-    """The demand matrix (bytes, ranks x ranks) of a Chakra trace set, and node counts."""
-    files = trace_files(path)
-    n = max(files) + 1
-    sends: list[tuple[int, int, int]] = []
-    recvs: list[tuple[int, int, int]] = []
-    d = np.zeros((n, n))
+    """The demand matrix (bytes, ranks x ranks) of a Chakra trace set, and node counts.
+
+    The file names (ranks ``0..N-1``, ``N`` = ``gpus`` when given), the file sizes and the
+    process groups are checked before anything is allocated; nodes are read one at a time.
+    """
+    files = trace_files(path, gpus)
+    n = len(files)
+    members = _check_groups(groups or {}, n)
+    sent, received, d = np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n))
     counts = {"send": 0, "recv": 0, "all_to_all": 0, "ignored": 0}
+    used: set[str] = set()
     for rank, f in sorted(files.items()):
-        for node in read_trace(f)[1]:
+        messages = iter_trace(f)
+        next(messages)  # GlobalMetadata
+        for node in messages:
             attrs = _attrs(node)
             kind = _node_kind(node, attrs)
             counts[kind] += 1
             if kind == "send":
-                sends.append(
-                    (
-                        rank,
-                        _peer(attrs, "comm_dst", node, f.name, n),
-                        _int_attr(attrs, "comm_size", node, f.name),
-                    )
-                )
+                dst = _peer(attrs, "comm_dst", node, f.name, n)
+                sent[rank, dst] += _int_attr(attrs, "comm_size", node, f.name)
             elif kind == "recv":
-                recvs.append(
-                    (
-                        _peer(attrs, "comm_src", node, f.name, n),
-                        rank,
-                        _int_attr(attrs, "comm_size", node, f.name),
-                    )
-                )
+                src = _peer(attrs, "comm_src", node, f.name, n)
+                received[src, rank] += _int_attr(attrs, "comm_size", node, f.name)
             elif kind == "all_to_all":
-                members = _group(attrs, groups, n, rank, f.name)
-                d[rank, members] += _int_attr(attrs, "comm_size", node, f.name) / len(members)
-    for s, t, size in sends or recvs:
-        d[s, t] += size
+                pg = str(attrs.get("pg_name", ""))
+                used.add(pg)
+                group = _group(pg, members, n, rank, f.name)
+                d[rank, group] += _int_attr(attrs, "comm_size", node, f.name) / len(group)
+    _check_groups_used(members, used)
+    d += sent if counts["send"] else received
     return d, counts
 
 
@@ -402,26 +515,52 @@ def _peer(attrs: dict[str, Any], key: str, node: Any, fname: str, n: int) -> int
     return peer
 
 
-def _group(
-    attrs: dict[str, Any], groups: dict[str, list[int]] | None, n: int, rank: int, fname: str
-) -> np.ndarray:
-    pg = str(attrs.get("pg_name", ""))
-    if groups and pg in groups:
-        members = np.array(sorted(set(groups[pg])), dtype=np.int64)
-        if len(members) == 0 or members.min() < 0 or members.max() >= n:
-            raise ConfigError(f"workload.trace_groups.{pg}: ranks must be in 0..{n - 1}")
-        if rank not in members:
+def _check_groups(groups: dict[str, list[int]], n: int) -> dict[str, np.ndarray]:
+    """``workload.trace_groups`` as sorted rank arrays: each non-empty, ranks in ``0..n-1``
+    (the trace's ranks), none twice."""
+    out = {}
+    for pg, ranks in groups.items():
+        where = f"workload.trace_groups.{pg}"
+        if not ranks:
+            raise ConfigError(f"{where}: empty; list the group's ranks, in 0..{n - 1}")
+        outside = [r for r in ranks if not 0 <= r < n]
+        if outside:
+            raise ConfigError(
+                f"{where}: rank {outside[0]} is not in the trace; ranks must be in 0..{n - 1}"
+            )
+        twice = sorted({r for r in ranks if ranks.count(r) > 1})
+        if twice:
+            raise ConfigError(f"{where}: rank {twice[0]} is listed twice")
+        out[pg] = np.array(sorted(ranks), dtype=np.int64)
+    return out
+
+
+def _check_groups_used(members: dict[str, np.ndarray], used: set[str]) -> None:
+    unused = sorted(set(members) - used)
+    if unused:
+        named = ", ".join(repr(g) for g in sorted(used)) or "none"
+        raise ConfigError(
+            f"workload.trace_groups.{unused[0]}: no all-to-all node of the trace is in process "
+            f"group '{unused[0]}' (groups in the trace: {named})"
+        )
+
+
+def _group(pg: str, members: dict[str, np.ndarray], n: int, rank: int, fname: str) -> np.ndarray:
+    if pg in members:
+        if rank not in members[pg]:
             raise ConfigError(
                 f"workload.trace_groups.{pg}: rank {rank} runs an all-to-all in group '{pg}' "
                 f"({fname}) but is not listed in it"
             )
-        return members
+        return members[pg]
     return np.arange(n)
 
 
-def chakra_matrix(path: str | Path, groups: dict[str, list[int]] | None = None) -> np.ndarray:
+def chakra_matrix(
+    path: str | Path, groups: dict[str, list[int]] | None = None, gpus: int | None = None
+) -> np.ndarray:
     """The validated demand matrix of a Chakra trace set (see :func:`read_chakra`)."""
-    d, counts = read_chakra(path, groups)
+    d, counts = read_chakra(path, groups, gpus)
     if not (counts["send"] or counts["recv"] or counts["all_to_all"]):
         raise ConfigError(
             f"workload.path: {Path(path).name}: no send/recv or all-to-all nodes in the trace"

@@ -352,7 +352,7 @@ def _matrix_for(sc: Scenario, fabric: Fabric) -> tuple[np.ndarray, np.ndarray, d
 def _file_matrix(wl: MoeWorkload, n: int) -> np.ndarray:
     assert wl.path is not None
     if wl.matrix == "chakra":
-        d = chakra_matrix(wl.path, wl.trace_groups)
+        d = chakra_matrix(wl.path, wl.trace_groups, n)
     else:
         d = load_matrix(wl.path)
         if wl.units == "tokens":

@@ -26,11 +26,12 @@ import numpy as np
 
 from fabricsim._compat import pd
 from fabricsim.config.models import Scenario
+from fabricsim.config.presets import CM_MAX_NODES
 from fabricsim.config.workloads import TraceWorkload
 from fabricsim.errors import ConfigError
 from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import Fabric
-from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S, S_PER_US, s_to_us
+from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S, PS_PER_S, PS_PER_US, S_PER_US
 from fabricsim.workloads.base import (
     FlowTable,
     check_total_bytes,
@@ -39,6 +40,7 @@ from fabricsim.workloads.base import (
     read_text,
     register,
 )
+from fabricsim.workloads.trace_failures import failure_notes
 
 REQUIRED = ("src", "dst", "size_bytes", "start_s")
 FIELD = "workload.path"
@@ -355,6 +357,12 @@ def htsim_cm_columns(path: str | Path, hosts: int | None = None) -> dict[str, np
             _cm_line(cm, lineno, line)
     if not cm.rows:
         raise ConfigError(f"{FIELD}: {path.name} has no connections")
+    nodes = cm.header.get("nodes")
+    if hosts is not None and nodes is not None and nodes > hosts:
+        raise ConfigError(
+            f"{FIELD}: {path.name}: 'Nodes {nodes}' is more than the fabric's {hosts} hosts "
+            f"(node ids 0..{hosts - 1}); size the topology to the matrix or fix the header"
+        )
     declared = cm.header.get("connections")
     if declared is not None and declared != len(cm.rows):
         raise ConfigError(
@@ -433,6 +441,10 @@ def _cm_header(cm: _CmFile, lineno: int, words: list[str]) -> None:
     value = int(words[1])
     if key in ("triggers", "failures") and value:
         raise cm.fail(lineno, "trigger/failure lines are not supported")
+    if key == "nodes" and not 2 <= value <= CM_MAX_NODES:
+        raise cm.fail(
+            lineno, f"'{shown} {words[1]}' must be 2..{CM_MAX_NODES} (a connection joins 2 nodes)"
+        )
     cm.header[key] = value
 
 
@@ -474,15 +486,37 @@ def write_htsim_cm(df: pd.DataFrame, path: str | Path, nodes: int) -> None:
 def htsim_cm_text(df: pd.DataFrame, nodes: int) -> str:
     """Messages as the text of an htsim connection matrix.
 
-    Start times are written in microseconds with every digit a float needs (no rounding).
+    Start times are rounded once to integer picoseconds (the simulator's clock) and written
+    as exact decimal microseconds: 50 us is ``start 50``, 1.5 ps is ``start 0.000002``.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"src": [0], "dst": [1], "id": [1], "start_s": [50e-6], "size_bytes": [8]})
+    >>> htsim_cm_text(df, 2).splitlines()[-1]
+    '0->1 id 1 start 50 size 8'
     """
     lines = [f"Nodes {nodes}", f"Connections {len(df)}"]
-    cols = zip(df["src"], df["dst"], df["id"], df["start_s"], df["size_bytes"], strict=True)
-    for src, dst, fid, start_s, size in cols:
+    start_ps = start_ps_array(df["start_s"])
+    cols = zip(df["src"], df["dst"], df["id"], start_ps, df["size_bytes"], strict=True)
+    for src, dst, fid, ps, size in cols:
         lines.append(
-            f"{int(src)}->{int(dst)} id {int(fid)} start {s_to_us(float(start_s))!r} size {int(size)}"
+            f"{int(src)}->{int(dst)} id {int(fid)} start {us_text(int(ps))} size {int(size)}"
         )
     return "\n".join(lines) + "\n"
+
+
+def start_ps_array(start_s: pd.Series | np.ndarray) -> np.ndarray:
+    """Start times in seconds as integer picoseconds (rounded to nearest, once)."""
+    return np.rint(np.asarray(start_s, dtype=np.float64) * PS_PER_S).astype(np.int64)
+
+
+def us_text(ps: int) -> str:
+    """Integer picoseconds as exact decimal microseconds, no trailing zeros.
+
+    >>> us_text(50_000_000), us_text(5_500_000), us_text(1), us_text(0)
+    ('50', '5.5', '0.000001', '0')
+    """
+    whole, frac = divmod(int(ps), PS_PER_US)
+    return f"{whole}.{frac:06d}".rstrip("0").rstrip(".") if frac else str(whole)
 
 
 @register("trace")
@@ -519,9 +553,10 @@ def export_messages(sc: Scenario, fmt: str, path: str | Path) -> int:
     return count
 
 
-def messages_text(sc: Scenario, fmt: str) -> tuple[str, int, str | None]:
-    """A scenario's messages as CSV or htsim ``.cm`` text, how many there are, and a note for
-    the user (htsim reads whole microseconds: fractional starts move), or None."""
+def messages_text(sc: Scenario, fmt: str, name: str = "the trace") -> tuple[str, int, list[str]]:
+    """A scenario's messages as CSV or htsim ``.cm`` text, how many there are, and notes for
+    the user, one line each: htsim reads whole microseconds (fractional starts move), and
+    the file carries none of the scenario's link failures (:mod:`.trace_failures`)."""
     fabric = fabric_for(sc.topology)
     table = generate(sc, fabric)
     if table.depends_on is not None and any(table.depends_on):
@@ -530,14 +565,14 @@ def messages_text(sc: Scenario, fmt: str) -> tuple[str, int, str | None]:
             "cannot express that (htsim triggers are not exported)"
         )
     df = messages_frame(table)
+    notes = failure_notes(sc, fmt, name)
     if fmt != "htsim":
-        return df.to_csv(index=False), len(df), None
-    start_us = df["start_s"].to_numpy(dtype=float) * 1e6
-    moved = int(np.count_nonzero(np.abs(start_us - np.round(start_us)) > 1e-6))
-    note = None
+        return df.to_csv(index=False), len(df), notes
+    moved = int(np.count_nonzero(start_ps_array(df["start_s"]) % PS_PER_US))
     if moved:
-        note = (
+        notes.insert(
+            0,
             f"note: htsim_uec reads start times as whole microseconds (it truncates them): "
-            f"{moved} of {len(df)} messages start up to 1 us earlier there than here"
+            f"{moved} of {len(df)} messages start up to 1 us earlier there than here",
         )
-    return htsim_cm_text(df, fabric.num_hosts), len(df), note
+    return htsim_cm_text(df, fabric.num_hosts), len(df), notes
