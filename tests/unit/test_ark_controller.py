@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ark_toy import ToyArkPlane
 
 from fabricsim.config import TopologyConfig
-from fabricsim.lb.ark import RELEASE, RESERVE, ArkController, ArkMessage, ToyArkPlane, port_table
+from fabricsim.lb.ark import RELEASE, RESERVE, ArkController, ArkMessage, port_table
 from fabricsim.routing.router import Router
 from fabricsim.topology import build_fabric
 
