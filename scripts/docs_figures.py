@@ -217,8 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     for fig in chosen:
         path = ROOT / fig.doc
         t0 = time.perf_counter()
-        old = path.read_text(encoding="utf-8")
-        new = replace_block(old, fig.name, run_figure(fig, args.workers))
+        body = run_figure(fig, args.workers)
+        old = path.read_text(encoding="utf-8")  # read after the runs: the doc may have changed
+        new = replace_block(old, fig.name, body)
         wall = time.perf_counter() - t0
         if new == old:
             print(f"{fig.name}: {fig.doc} up to date ({fig.runs()} runs, {wall:.0f} s)")
