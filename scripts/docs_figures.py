@@ -1,4 +1,4 @@
-"""Regenerate every number in docs/ that compares two configurations, from paired multi-seed studies.
+"""Regenerate every number in docs/ that compares two configurations, from multi-seed studies.
 
 Each comparison the documentation prints is one :class:`Figure` below (scenario, the compared
 key and values, grid, seeds, engine, metrics). The script runs each through
@@ -127,7 +127,7 @@ def format_rows(fig: Figure, table: Any) -> list[str]:
     One row per grid point, metric and compared value (not the baseline): the baseline's mean,
     the value's mean, the paired change in per cent and its 95 % interval.
     """
-    key, values = fig.vs
+    values = fig.vs[1]
     base, unit = str(values[0]), UNIT_TEXT[fig.unit]
     grid_keys = list(fig.grid)
     head = [*grid_keys, "metric", f"{base} ({unit})", "vs", f"mean ({unit})", "change",
