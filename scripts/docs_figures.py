@@ -97,6 +97,12 @@ FIGURES = [
         metrics=("fct_mean_s", "fct_p99_s"), unit="us",
     ),
     Figure(
+        "lb_base_rtt", "docs/load-balancing.md", "permutation",
+        ("nic.initial_base_rtt_us", ("auto", 6)), seeds=5, engine="packet",
+        sets={"nic.cc": "nscc", "nic.packet_spraying_type": "reps"},
+        metrics=("fct_mean_s", "fct_p99_s"), unit="us",
+    ),
+    Figure(
         "moe", "docs/moe.md", "moe", ("workload.scheduler", ("round_robin", "rate_based")),
         seeds=3, engine="packet", metrics=("cct_s",), unit="us",
     ),
