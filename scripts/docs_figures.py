@@ -10,7 +10,7 @@ key and values, grid, seeds, engine, metrics). The script runs each through
 
 so a rerun replaces the old numbers instead of leaving them to go stale.
 
-Run (from the repository root, about 7 minutes on 2 busy cores with one worker)::
+Run (from the repository root, 8-13 minutes on 2 busy cores with one worker)::
 
     python scripts/docs_figures.py                 # run every figure, rewrite the docs
     python scripts/docs_figures.py ark_flow moe    # only these figures
