@@ -413,7 +413,7 @@ def keys_markdown() -> str:
         "Generated from the config models and the strategy registries by "
         "`fabricsim keys --markdown > docs/keys.md` (a test fails when this file is stale).",
         "Every key works in YAML and as `--set KEY=VALUE`; `fabricsim keys PREFIX` shows the",
-        "same on a terminal. CamelCase aliases are the seed documents' names.",
+        "same on a terminal. CamelCase aliases are the names of the UET NIC documentation.",
         "",
     ]
     sections = list(dict.fromkeys(k.key.split(".")[0] if "." in k.key else "" for k in infos))
