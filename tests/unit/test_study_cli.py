@@ -19,9 +19,22 @@ def _run(capsys, *argv):
     return code, out.out, out.err
 
 
+def _t(n):
+    return stats.t.ppf(0.975, n - 1)
+
+
 def _ci(x):
-    half = stats.t.ppf(0.975, len(x) - 1) * np.std(x, ddof=1) / math.sqrt(len(x))
-    return np.mean(x) - half, np.mean(x) + half
+    """The mean's interval on the log scale (delta method): m exp(+-t sd / (m sqrt n))."""
+    m = np.mean(x)
+    h = _t(len(x)) * np.std(x, ddof=1) / (m * math.sqrt(len(x)))
+    return m * math.exp(-h), m * math.exp(h)
+
+
+def _ratio_ci(a, b):
+    """100 (R - 1) and its interval for R = mean b / mean a over paired seeds (in %)."""
+    r = b.mean() / a.mean()
+    h = _t(len(a)) * np.std(b / b.mean() - a / a.mean(), ddof=1) / math.sqrt(len(a))
+    return 100 * (r - 1), 100 * (r * math.exp(-h) - 1), 100 * (r * math.exp(h) - 1)
 
 
 def test_ecmp_vs_pinned_json_matches_a_direct_computation(capsys, tmp_path):
@@ -49,9 +62,10 @@ def test_ecmp_vs_pinned_json_matches_a_direct_computation(capsys, tmp_path):
         assert (base["ci_low"], base["ci_high"]) == pytest.approx(_ci(a), rel=1e-9)
         assert base["delta_pct"] is None
         assert other["delta_pct"] == pytest.approx(100 * (b.mean() / a.mean() - 1), rel=1e-9)
-        lo, hi = _ci(b - a)
-        assert other["delta_ci_low"] == pytest.approx(100 * lo / a.mean(), rel=1e-9)
-        assert other["delta_ci_high"] == pytest.approx(100 * hi / a.mean(), rel=1e-9)
+        pct, lo, hi = _ratio_ci(a, b)
+        assert other["delta_ci_low"] == pytest.approx(lo, rel=1e-9)
+        assert other["delta_ci_high"] == pytest.approx(hi, rel=1e-9)
+        assert other["significant"] is bool(hi < 0 or lo > 0)
         assert other["seeds"] == 5
     assert "ttft_mean_s" not in {r["metric"] for r in record["table"]}  # not a KV workload
     files = {p.name for p in (tmp_path / "st").iterdir()}
@@ -78,9 +92,9 @@ def test_ark_qps_grid_per_point_delta_and_figures(capsys, tmp_path):
             }
             row = next(r for r in record["table"] if r["workload.qps"] == qps
                        and r["metric"] == metric and r["value"] == "ark")  # fmt: skip
-            d = per["ark"] - per["ecmp"]
-            assert row["delta_pct"] == pytest.approx(100 * d.mean() / per["ecmp"].mean())
-            assert row["delta_ci_low"] == pytest.approx(100 * _ci(d)[0] / per["ecmp"].mean())
+            pct, lo, hi = _ratio_ci(per["ecmp"], per["ark"])
+            assert row["delta_pct"] == pytest.approx(pct)
+            assert (row["delta_ci_low"], row["delta_ci_high"]) == pytest.approx((lo, hi))
         # the same seed gives both policies the same requests: equal request counts and bytes
         for s in (1, 2, 3):
             e, a = (runs[f"qps{qps}-{p}-seed{s}"]["summary"] for p in ("ecmp", "ark"))
