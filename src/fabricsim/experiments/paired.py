@@ -51,8 +51,8 @@ from fabricsim.metrics.outdir import prepare_out_dir
 from fabricsim.metrics.results import Result, dumps_json
 
 __all__ = [
-    "JUDGED_BY", "METRICS", "PairedStudy", "describe_study", "judged_note", "paired_table", "parse_vs",
-    "point_label", "point_title", "run_paired", "study", "study_record", "write_study",
+    "JUDGED_BY", "METRICS", "PairedStudy", "describe_study", "judged_note", "paired_table",
+    "parse_vs", "point_label", "point_title", "run_paired", "study", "study_record", "write_study",
 ]  # fmt: skip
 
 METRICS = (
