@@ -97,7 +97,8 @@ def print_trend(study: PairedStudy) -> None:
     n = len(study.seeds)
     table = rich_table.Table(
         title="ECMP → ARK for KV-cache transfers (mean over seeds; Δ: ARK's change, 95 % CI)",
-        caption=f"Δ [95 % CI from the {n} paired seeds, log scale: a change stays > -100 %]; "
+        caption=f"Δ: ARK's change per paired seed (geometric mean of ARK/ECMP) [95 % CI "
+        f"over the {n} seeds, log scale: a change stays > -100 %]; "
         f"n.s.: not significant with {n} seeds (the interval holds 0), ≈N seeds: about how many "
         f"would resolve it at the spread seen; {PRIMARY_MARK} {paired.judged_note(sc)[1]}",
     )

@@ -68,9 +68,9 @@ def study_caption(study: PairedStudy) -> str:
     """What a study table's numbers are: the intervals, the significance mark, ★ and its note."""
     names = [str(v) for v in study.vs[1]]
     text = (
-        f"mean [95 % CI] over {len(study.seeds)} paired seeds; Δ: change of the mean vs "
-        f"{names[0]} [95 % CI from the paired seeds; log scale, so times stay > 0 and changes "
-        "> -100 %]; an interval holding 0 is not significant"
+        f"mean [95 % CI] over {len(study.seeds)} paired seeds; Δ: the change vs {names[0]} "
+        "per paired seed (geometric mean of the ratios) [95 % CI; log scale, so times stay > 0 "
+        "and changes > -100 %]; an interval holding 0 is not significant"
     )
     primary, note = paired.judged_note(study.scenario)
     if note and set(primary) & set(study.table["metric"]):

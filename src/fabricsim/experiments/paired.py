@@ -5,11 +5,11 @@ workload, same switch salts), so the per-seed pairs (A_i, B_i) carry the compari
 reports, per grid point and metric, each value's mean over seeds with a 95 % confidence
 interval, and each value's change against the first (the baseline)::
 
-    delta_pct = 100 * (mean B / mean A - 1)
+    delta_pct = 100 * (G - 1),   G = exp(mean_i log(B_i / A_i))
 
-with the interval of that ratio of means from the paired seeds. Both intervals are Student-t
-on the log scale (:mod:`.intervals`: a time's interval stays > 0, a change's > -100 %); with
-one seed they are NaN. A change whose interval holds 0 % is not ``significant``;
+(the per-seed change, averaged on the log scale). Both intervals are Student-t on the log scale
+(:mod:`.intervals`: a time's interval stays > 0, a change's > -100 %); with one seed they are
+NaN. A change whose interval holds 0 % is not ``significant``;
 ``seeds_needed`` then estimates how many seeds would resolve it. ``primary`` marks the
 metrics the workload is judged by (:data:`JUDGED_BY`).
 
@@ -103,8 +103,8 @@ class PairedStudy:
     table : pandas.DataFrame
         One row per (grid point, metric, value): the grid keys, ``metric``, ``value``,
         ``mean``, ``ci_low``, ``ci_high`` (95 % CI of the mean, > 0), ``delta_pct``,
-        ``delta_ci_low``, ``delta_ci_high`` (change of the mean vs the baseline and its 95 % CI,
-        > -100; NaN for the baseline), ``seeds``, ``significant`` (the change's CI excludes
+        ``delta_ci_low``, ``delta_ci_high`` (the change vs the baseline, per paired seed and
+        averaged on the log scale, and its 95 % CI, > -100; NaN for the baseline), ``seeds``, ``significant`` (the change's CI excludes
         0; None for the baseline and with one seed), ``seeds_needed`` (if not significant:
         about how many seeds would resolve it; NaN if not estimable or over 1000),
         ``primary`` (the workload is judged by this metric, :data:`JUDGED_BY`).
