@@ -24,15 +24,15 @@ back-transformed:
   always > -100 %.  The pairing counts: a seed that loads the fabric more slows A and B alike
   and cancels in ``r_i``; only how the *ratio* varies between seeds sets the width (the old
   interval of ``B_i - A_i`` grew with the seeds' load spread: ``-30 % [-76, +16]`` at QPS 25
-  with 3 seeds, now ``-29 % [-38, -18]``).  The t interval is exact when ``log r_i`` is normal;
+  with 3 seeds, now ``-29 % [-41, -14]``).  The t interval is exact when ``log r_i`` is normal;
   the ratio of the *means* (``mean B / mean A``) differs from ``G`` by a point or two in the
   default study, and the ``mean`` columns give it.
 
 Why not a percentile bootstrap: with 3 to 10 seeds it covers well under 95 % (no small-sample
-correction).  Measured coverage (``scripts/verify_study.py``, log-normal seeds): the change's
-interval 95 %; the mean's 93-95 % for a seed-to-seed spread (sd of log) up to 0.5 and 90-93 %
-at 0.8, where the plain t interval covers 86-88 % and reaches below zero in up to 77 % of
-studies.
+correction).  Measured coverage (``scripts/verify_study.py``, log-normal seeds, 3, 5 and 8
+seeds): the change's interval 94-96 % whatever the seeds' load spread; the mean's 93-95 % for a
+seed-to-seed spread (sd of log) up to 0.5 and 91-93 % at 0.8, never <= 0, where the plain t
+interval reaches below zero in up to 76 % of studies.
 
 A change whose interval holds 0 is *not significant* with the study's seeds;
 :func:`seeds_to_resolve` estimates, from the observed mean and spread of ``log r``, how many
