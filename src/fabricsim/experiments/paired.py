@@ -180,7 +180,7 @@ def paired_table(
     columns = [*grid_keys, "metric", "value", "mean", "ci_low", "ci_high", "delta_pct",
                "delta_ci_low", "delta_ci_high", "seeds", "significant", "seeds_needed",
                "primary"]  # fmt: skip
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=columns).astype({"seeds_needed": "Int64"})
 
 
 def _finite(v: Any) -> bool:
@@ -385,7 +385,8 @@ def study_record(study: PairedStudy) -> dict[str, Any]:
         "note": judged_note(sc)[1],
         "unfinished_flows": study.unfinished(),
         "table": [
-            {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+            {k: (None if v is pd.NA or isinstance(v, float) and math.isnan(v) else v)
+             for k, v in row.items()}  # fmt: skip
             for row in study.table.to_dict(orient="records")
         ],
         "runs": {

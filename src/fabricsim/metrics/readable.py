@@ -144,7 +144,7 @@ def delta_text(row: dict[str, Any], short: bool = False) -> str:
 def _not_significant(row: dict[str, Any], short: bool) -> str:
     needed = _num(row.get("seeds_needed"))
     if _num(row.get("delta_ci_low")) == _num(row.get("delta_ci_high")) == 0:
-        return "(the same in every seed)"
+        return "(no change in any seed)"
     if short:
         return f"n.s. (≈{needed:,.0f} seeds)" if math.isfinite(needed) else "n.s. (>1,000 seeds)"
     seeds = _num(row.get("seeds"))
