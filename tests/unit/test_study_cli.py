@@ -82,6 +82,7 @@ def test_ark_qps_grid_per_point_delta_and_figures(capsys, tmp_path):
     assert code == 0, err
     assert "at workload.qps = 5" in out and "at workload.qps = 25" in out
     assert "fabric:   leaf-spine, 16 hosts" in out and "workload: KV cache" in out
+    assert "requests at QPS {5, 25}," in out  # what the study varies, not the base QPS 25
     record = json.loads((out_dir / "study.json").read_text())
     runs = record["runs"]
     for qps in (5, 25):
