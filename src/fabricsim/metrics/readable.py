@@ -136,7 +136,7 @@ def delta_text(row: dict[str, Any], short: bool = False) -> str:
         return "-"
     text = f"{human_pct(d)} %"
     text += f" [{human_pct(low)}, {human_pct(high)}]" if math.isfinite(low) else ""
-    if row.get("significant") is False or row.get("significant") == 0:
+    if str(row.get("significant")) == "False":  # bool, numpy bool or a CSV's text
         text += " " + _not_significant(row, short)
     return text
 
