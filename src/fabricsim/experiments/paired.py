@@ -433,7 +433,7 @@ def _varied(
     for key, values in axes.items():
         try:
             texts = [_SEP.split(describe(sc.with_overrides({key: v}))) for v in values]
-        except ConfigError:  # a value valid only with the grid's other keys: leave it
+        except ValueError:  # a value valid only with the grid's other keys: leave it
             continue
         if all(t == tokens for t in texts):
             continue
