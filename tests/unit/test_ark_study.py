@@ -56,6 +56,10 @@ def test_default_study_prints_the_trend_table(tmp_path, capsys):
     for needle in ("mean FCT", "P95 FCT", "mean TTFT", "P95 TTFT", "QPS", "ECMP → ARK"):
         assert needle in out
     assert "fabric:   leaf-spine, 16 hosts" in out
+    # the header names the QPS the study sweeps, not the base scenario's QPS 25 (issue 37)
+    assert "at QPS {1, 5, 10, 15, 20, 25, 30}," in out and "at QPS 25," not in out
+    assert "compared: lb.policy = ecmp vs ark (baseline ecmp)" in out
+    assert "mean FCT ★" in out and "mean TTFT ★" in out and "P95 FCT ★" not in out
     assert (tmp_path / "qps25-ark-seed4").is_dir()
 
 
@@ -72,9 +76,9 @@ def test_cli_run_without_scenario_runs_the_study(tmp_path, capsys):
     ])  # fmt: skip
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == [
-        f"{pol}-seed{s}" for pol in ("ark", "ecmp") for s in (7, 8, 9)
-    ]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == sorted(
+        f"{pol}-seed{s}" for pol in ("ark", "ecmp") for s in range(7, 15)
+    )  # the default study's 8 seeds
     assert "mean TTFT" in captured.out
 
 

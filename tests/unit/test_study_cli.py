@@ -19,9 +19,22 @@ def _run(capsys, *argv):
     return code, out.out, out.err
 
 
+def _t(n):
+    return stats.t.ppf(0.975, n - 1)
+
+
 def _ci(x):
-    half = stats.t.ppf(0.975, len(x) - 1) * np.std(x, ddof=1) / math.sqrt(len(x))
-    return np.mean(x) - half, np.mean(x) + half
+    """The mean's interval on the log scale (delta method): m exp(+-t sd / (m sqrt n))."""
+    m = np.mean(x)
+    h = _t(len(x)) * np.std(x, ddof=1) / (m * math.sqrt(len(x)))
+    return m * math.exp(-h), m * math.exp(h)
+
+
+def _ratio_ci(a, b):
+    """100 (G - 1), G the geometric mean of b_i / a_i, and its t interval on the log scale (%)."""
+    d = np.log(b / a)
+    h = _t(len(d)) * np.std(d, ddof=1) / math.sqrt(len(d))
+    return tuple(100 * (math.exp(d.mean() + k * h) - 1) for k in (0, -1, 1))
 
 
 def test_ecmp_vs_pinned_json_matches_a_direct_computation(capsys, tmp_path):
@@ -48,10 +61,11 @@ def test_ecmp_vs_pinned_json_matches_a_direct_computation(capsys, tmp_path):
         assert base["mean"] == pytest.approx(a.mean(), rel=1e-12)
         assert (base["ci_low"], base["ci_high"]) == pytest.approx(_ci(a), rel=1e-9)
         assert base["delta_pct"] is None
-        assert other["delta_pct"] == pytest.approx(100 * (b.mean() / a.mean() - 1), rel=1e-9)
-        lo, hi = _ci(b - a)
-        assert other["delta_ci_low"] == pytest.approx(100 * lo / a.mean(), rel=1e-9)
-        assert other["delta_ci_high"] == pytest.approx(100 * hi / a.mean(), rel=1e-9)
+        pct, lo, hi = _ratio_ci(a, b)
+        assert other["delta_pct"] == pytest.approx(pct, rel=1e-9)
+        assert other["delta_ci_low"] == pytest.approx(lo, rel=1e-9)
+        assert other["delta_ci_high"] == pytest.approx(hi, rel=1e-9)
+        assert other["significant"] is bool(hi < 0 or lo > 0)
         assert other["seeds"] == 5
     assert "ttft_mean_s" not in {r["metric"] for r in record["table"]}  # not a KV workload
     files = {p.name for p in (tmp_path / "st").iterdir()}
@@ -68,6 +82,7 @@ def test_ark_qps_grid_per_point_delta_and_figures(capsys, tmp_path):
     assert code == 0, err
     assert "at workload.qps = 5" in out and "at workload.qps = 25" in out
     assert "fabric:   leaf-spine, 16 hosts" in out and "workload: KV cache" in out
+    assert "requests at QPS {5, 25}," in out  # what the study varies, not the base QPS 25
     record = json.loads((out_dir / "study.json").read_text())
     runs = record["runs"]
     for qps in (5, 25):
@@ -78,9 +93,9 @@ def test_ark_qps_grid_per_point_delta_and_figures(capsys, tmp_path):
             }
             row = next(r for r in record["table"] if r["workload.qps"] == qps
                        and r["metric"] == metric and r["value"] == "ark")  # fmt: skip
-            d = per["ark"] - per["ecmp"]
-            assert row["delta_pct"] == pytest.approx(100 * d.mean() / per["ecmp"].mean())
-            assert row["delta_ci_low"] == pytest.approx(100 * _ci(d)[0] / per["ecmp"].mean())
+            pct, lo, hi = _ratio_ci(per["ecmp"], per["ark"])
+            assert row["delta_pct"] == pytest.approx(pct)
+            assert (row["delta_ci_low"], row["delta_ci_high"]) == pytest.approx((lo, hi))
         # the same seed gives both policies the same requests: equal request counts and bytes
         for s in (1, 2, 3):
             e, a = (runs[f"qps{qps}-{p}-seed{s}"]["summary"] for p in ("ecmp", "ark"))

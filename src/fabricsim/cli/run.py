@@ -38,11 +38,12 @@ from fabricsim.cli.common import (
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
 from fabricsim.metrics.outdir import check_out_dir
-from fabricsim.metrics.readable import METRIC_LABELS, delta_text, summary_rows
+from fabricsim.metrics.readable import METRIC_LABELS, PRIMARY_MARK, delta_text, summary_rows
 from fabricsim.metrics.results import dumps_json
 from fabricsim.units import human_number, human_share, seconds_unit
 
 if TYPE_CHECKING:
+    from fabricsim.experiments import paired
     from fabricsim.experiments import study as ark_study
     from fabricsim.experiments.paired import PairedStudy
     from fabricsim.report import study_plots
@@ -50,6 +51,7 @@ else:
     # perf: the default study's modules (the paired-study planner, its process pool, the
     # report's figures) are imported when it runs, not by every `fabricsim run SCENARIO`
     ark_study = LazyModule("fabricsim.experiments.study")
+    paired = LazyModule("fabricsim.experiments.paired")
     study_plots = LazyModule("fabricsim.report.study_plots")
 
 
@@ -78,7 +80,7 @@ def _trend_cell(part: pd.DataFrame, metric: str, names: list[str]) -> str:
     base, other = rows[names[0]], rows[names[1]]
     factor, unit = seconds_unit(float(base["mean"]))
     text = f"{human_number(base['mean'] / factor)} → {human_number(other['mean'] / factor)} {unit}"
-    delta = delta_text(dict(other))
+    delta = delta_text(dict(other), short=True)
     return text if delta == "-" else f"{text}  {delta}"
 
 
@@ -86,18 +88,27 @@ def print_trend(study: PairedStudy) -> None:
     """The default study in one table: per QPS, ECMP → ARK and ARK's change with its 95 % CI."""
     console = rich_console.Console(width=None if sys.stdout.isatty() else 190)
     sc = study.scenario
+    head = paired.describe_study(study)
     console.print(describe_run(sc, study.engine, study.seeds))
-    console.print(f"fabric:   {describe_fabric(sc)}")
-    console.print(f"workload: {describe_workload(sc)}" + (" (grid over QPS)" if study.grid else ""))
+    console.print(f"fabric:   {head['fabric']}")
+    console.print(f"workload: {head['workload']}")
+    console.print(f"compared: {head['compared']}")
     names = [str(v) for v in study.vs[1]]
+    n = len(study.seeds)
     table = rich_table.Table(
         title="ECMP → ARK for KV-cache transfers (mean over seeds; Δ: ARK's change, 95 % CI)",
+        caption=f"Δ: ARK's change per paired seed (geometric mean of ARK/ECMP) [95 % CI "
+        f"over the {n} seeds, log scale: a change stays > -100 %]; "
+        f"n.s.: not significant with {n} seeds (the interval holds 0), ≈N seeds: about how many "
+        f"would resolve it at the spread seen; {PRIMARY_MARK} {paired.judged_note(sc)[1]}",
     )
     table.add_column("QPS", justify="right")
     table.add_column("load", justify="right")
     metrics = ("fct_mean_s", "fct_p95_s", "ttft_mean_s", "ttft_p95_s")
+    primary = paired.judged_note(sc)[0]
     for metric in metrics:
-        table.add_column(METRIC_LABELS[metric], justify="right")
+        mark = f" {PRIMARY_MARK}" if metric in primary else ""
+        table.add_column(METRIC_LABELS[metric] + mark, justify="right")
     table.add_column("ARK fallbacks", justify="right")
     for params in study.points():
         part = study.table
@@ -137,7 +148,8 @@ def default_study(
     quiet : bool
         Print nothing.
     seeds : int or sequence of int, optional
-        How many consecutive seeds (default 3), or the seeds themselves.
+        How many consecutive seeds (default 8: what makes the changes at QPS 25 significant),
+        or the seeds themselves.
     workers : int, optional
         Local processes (default: up to 4, one per CPU).
     """

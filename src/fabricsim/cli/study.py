@@ -15,9 +15,9 @@ from fabricsim.cli.app import EngineOpt, PresetOpt, QuietOpt, ScenarioArg, SetOp
 from fabricsim.cli.common import ProgressBar, engine_option, out_path
 from fabricsim.config.loader import load_scenario, parse_set_options
 from fabricsim.errors import ConfigError
-from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
+from fabricsim.experiments.describe import describe_run
 from fabricsim.metrics.outdir import check_out_dir
-from fabricsim.metrics.readable import study_point_rows
+from fabricsim.metrics.readable import PRIMARY_MARK, study_point_rows
 
 if TYPE_CHECKING:
     from fabricsim.experiments import backend, paired
@@ -35,10 +35,11 @@ def print_study(study: PairedStudy, console: rich_console.Console | None = None)
     key, values = study.vs
     names = [str(v) for v in values]
     sc = study.scenario
+    head = paired.describe_study(study)
     console.print(describe_run(sc, study.engine, study.seeds))
-    console.print(f"fabric:   {describe_fabric(sc)}")
-    grid = f" (grid over {', '.join(study.grid)})" if study.grid else ""
-    console.print(f"workload: {describe_workload(sc)}{grid}")
+    console.print(f"fabric:   {head['fabric']}")
+    console.print(f"workload: {head['workload']}")
+    console.print(f"compared: {head['compared']}")
     left = study.unfinished()
     if left:
         console.print(
@@ -46,16 +47,13 @@ def print_study(study: PairedStudy, console: rich_console.Console | None = None)
             f"({sum(left.values()):,} flows; first {next(iter(left))}): their FCT figures count "
             "finished flows only (study.json lists them)"
         )
+    caption = study_caption(study)
     for params in study.points():
         part = study.table
         for k, v in params.items():
             part = part[part[k] == v]
         at = f" at {paired.point_title(params)}" if params else ""
-        table = rich_table.Table(
-            title=f"{key}: {' vs '.join(names)}{at}",
-            caption=f"mean [95 % CI] over {len(study.seeds)} paired seeds; Δ: change of the "
-            f"mean vs {names[0]} [95 % CI of the paired difference]",
-        )
+        table = rich_table.Table(title=f"{key}: {' vs '.join(names)}{at}", caption=caption)
         table.add_column("metric")
         for name in names:
             table.add_column(name, justify="right")
@@ -64,6 +62,20 @@ def print_study(study: PairedStudy, console: rich_console.Console | None = None)
         for line in study_point_rows(part.to_dict(orient="records"), names):
             table.add_row(*line.values())
         console.print(table)
+
+
+def study_caption(study: PairedStudy) -> str:
+    """What a study table's numbers are: the intervals, the significance mark, ★ and its note."""
+    names = [str(v) for v in study.vs[1]]
+    text = (
+        f"mean [95 % CI] over {len(study.seeds)} paired seeds; Δ: the change vs {names[0]} "
+        "per paired seed (geometric mean of the ratios) [95 % CI; log scale, so times stay > 0 "
+        "and changes > -100 %]; an interval holding 0 is not significant"
+    )
+    primary, note = paired.judged_note(study.scenario)
+    if note and set(primary) & set(study.table["metric"]):
+        text += f"\n{PRIMARY_MARK} {note}"
+    return text
 
 
 @app.command()

@@ -1,15 +1,17 @@
 """Paired studies (``fabricsim study``): one scenario under A vs B on the same seeds, over a grid.
 
 Every run of one grid point and seed differs from its partners only in the ``--vs`` key (same
-workload, same switch salts), so the per-seed differences B - A carry the comparison; the
-table reports, per grid point and metric, each value's mean over seeds with a 95 % Student-t
-confidence interval, and each value's change against the first (the baseline)::
+workload, same switch salts), so the per-seed pairs (A_i, B_i) carry the comparison; the table
+reports, per grid point and metric, each value's mean over seeds with a 95 % confidence
+interval, and each value's change against the first (the baseline)::
 
-    delta_pct = 100 * mean(B - A) / mean(A)          (= 100 * (mean B / mean A - 1))
-    CI        = 100 * (mean(B - A) +- t(0.975, n-1) * sd(B - A) / sqrt(n)) / mean(A)
+    delta_pct = 100 * (G - 1),   G = exp(mean_i log(B_i / A_i))
 
-(the interval of the paired difference, scaled by the baseline's mean taken as fixed); with
-one seed the intervals are NaN.
+(the per-seed change, averaged on the log scale). Both intervals are Student-t on the log scale
+(:mod:`.intervals`: a time's interval stays > 0, a change's > -100 %); with one seed they are
+NaN. A change whose interval holds 0 % is not ``significant``;
+``seeds_needed`` then estimates how many seeds would resolve it. ``primary`` marks the
+metrics the workload is judged by (:data:`JUDGED_BY`).
 
 Examples
 --------
@@ -22,6 +24,7 @@ Examples
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +37,13 @@ from fabricsim.config.loader import effective_scenario, load_scenario, parse_set
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
+from fabricsim.experiments.intervals import (
+    CONFIDENCE,
+    INTERVAL_METHOD,
+    NO_CHANGE,
+    mean_interval,
+    ratio_interval,
+)
 from fabricsim.experiments.plan import RunSpec, parse_axis, plan_study, point_label
 from fabricsim.experiments.runner import run
 from fabricsim.experiments.runs import run_tasks
@@ -41,8 +51,8 @@ from fabricsim.metrics.outdir import prepare_out_dir
 from fabricsim.metrics.results import Result, dumps_json
 
 __all__ = [
-    "METRICS", "PairedStudy", "paired_table", "parse_vs", "point_label", "point_title",
-    "run_paired", "study", "study_record", "write_study",
+    "JUDGED_BY", "METRICS", "PairedStudy", "describe_study", "judged_note", "paired_table",
+    "parse_vs", "point_label", "point_title", "run_paired", "study", "study_record", "write_study",
 ]  # fmt: skip
 
 METRICS = (
@@ -53,7 +63,21 @@ METRICS = (
 """The metrics a study compares, those every run's summary has (TTFT: KV caches; CCT: MoE)."""
 
 MAX_RUNS = 10_000
-CONFIDENCE = 0.95
+
+JUDGED_BY: dict[str, tuple[tuple[str, ...], str]] = {
+    "moe": (
+        ("cct_s",),
+        "MoE is judged by CCT (the dispatch's end); mean FCT may rise by design: a rate-based "
+        "scheduler paces every flow so they share the links and end together, each lasting "
+        "longer while the dispatch ends sooner",
+    ),
+    "kv_cache": (
+        ("fct_mean_s", "ttft_mean_s"),
+        "KV-cache transfers are judged by FCT (the KV transfer) and TTFT (what a user waits: "
+        "prefill + transfer + first decode step, so the same absolute change is a smaller %)",
+    ),
+}
+"""Workload kind -> (the metrics it is judged by, one line on reading the others)."""
 
 
 @dataclass(eq=False)
@@ -78,8 +102,12 @@ class PairedStudy:
         The plan, in run order.
     table : pandas.DataFrame
         One row per (grid point, metric, value): the grid keys, ``metric``, ``value``,
-        ``mean``, ``ci_low``, ``ci_high``, ``delta_pct``, ``delta_ci_low``, ``delta_ci_high``
-        (NaN for the baseline), ``seeds``.
+        ``mean``, ``ci_low``, ``ci_high`` (95 % CI of the mean, > 0), ``delta_pct``,
+        ``delta_ci_low``, ``delta_ci_high`` (the change vs the baseline, per paired seed and
+        averaged on the log scale, and its 95 % CI, > -100; NaN for the baseline), ``seeds``, ``significant`` (the change's CI excludes
+        0; None for the baseline and with one seed), ``seeds_needed`` (if not significant:
+        about how many seeds would resolve it; NaN if not estimable or over 1000),
+        ``primary`` (the workload is judged by this metric, :data:`JUDGED_BY`).
     """
 
     scenario: Scenario
@@ -123,24 +151,11 @@ def parse_vs(item: str) -> tuple[str, list[Any]]:
     return key, values
 
 
-def _interval(x: np.ndarray) -> tuple[float, float]:
-    """The (low, high) 95 % Student-t interval of the mean of ``x``; NaN for n < 2."""
-    n = len(x)
-    if n < 2:
-        return math.nan, math.nan
-    # perf: scipy.special, only when an interval is computed (stdtrit is what stats.t.ppf
-    # evaluates; importing scipy.stats costs 0.9 s, scipy.special 0.3 s)
-    from scipy import special
-
-    half = float(special.stdtrit(n - 1, 0.5 + CONFIDENCE / 2) * np.std(x, ddof=1) / math.sqrt(n))
-    m = float(np.mean(x))
-    return m - half, m + half
-
-
 def paired_table(
     summaries: dict[tuple[tuple[tuple[str, Any], ...], str], list[dict[str, Any]]],
     grid_keys: Sequence[str],
     values: Sequence[str],
+    primary: Sequence[str] = (),
 ) -> pd.DataFrame:
     """The study table from each (grid point, value)'s summaries (in the same seed order)."""
     rows: list[dict[str, Any]] = []
@@ -154,36 +169,38 @@ def paired_table(
             for metric in metrics:
                 x = np.array([float(s[metric]) for s in runs])
                 row: dict[str, Any] = dict(point)
-                low, high = _interval(x)
+                low, high = mean_interval(x)
                 row.update(metric=metric, value=value, mean=float(np.mean(x)), ci_low=low,
                            ci_high=high)  # fmt: skip
-                row.update(_delta(x, None if base is None else base[metric]))
-                row["seeds"] = len(x)
+                row.update(_change(x, None if base is None else base[metric]))
+                row.update(seeds=len(x), primary=metric in primary)
                 rows.append(row)
             if base is None:
                 base = {m: np.array([float(s[m]) for s in runs]) for m in metrics}
     columns = [*grid_keys, "metric", "value", "mean", "ci_low", "ci_high", "delta_pct",
-               "delta_ci_low", "delta_ci_high", "seeds"]  # fmt: skip
-    return pd.DataFrame(rows, columns=columns)
+               "delta_ci_low", "delta_ci_high", "seeds", "significant", "seeds_needed",
+               "primary"]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns).astype({"seeds_needed": "Int64"})
 
 
 def _finite(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _delta(x: np.ndarray, base: np.ndarray | None) -> dict[str, float]:
-    if base is None:
-        return {"delta_pct": math.nan, "delta_ci_low": math.nan, "delta_ci_high": math.nan}
-    d = x - base
-    ref = float(np.mean(base))
-    if ref == 0:
-        return {"delta_pct": math.nan, "delta_ci_low": math.nan, "delta_ci_high": math.nan}
-    low, high = _interval(d)
+def _change(x: np.ndarray, base: np.ndarray | None) -> dict[str, Any]:
+    """The change columns of a row: ``delta_*``, ``significant``, ``seeds_needed``."""
+    c = NO_CHANGE if base is None else ratio_interval(base, x)
     return {
-        "delta_pct": 100.0 * float(np.mean(d)) / ref,
-        "delta_ci_low": 100.0 * low / ref,
-        "delta_ci_high": 100.0 * high / ref,
-    }
+        "delta_pct": c.pct, "delta_ci_low": c.low_pct, "delta_ci_high": c.high_pct,
+        "significant": c.significant,
+        "seeds_needed": math.nan if c.seeds_needed is None else c.seeds_needed,
+    }  # fmt: skip
+
+
+def judged_note(sc: Scenario) -> tuple[tuple[str, ...], str | None]:
+    """The metrics ``sc``'s workload is judged by and the line on reading the others."""
+    metrics, note = JUDGED_BY.get(sc.workload.kind, ((), None))
+    return metrics, note
 
 
 def _run_result(task: dict[str, Any]) -> Result:
@@ -247,7 +264,8 @@ def run_paired(
     summaries: dict[Any, list[dict[str, Any]]] = {}
     for s in specs:
         summaries.setdefault((_freeze(s.params), s.tag), []).append(runs[s.id].summary)
-    table = paired_table(summaries, list(axes), [str(v) for v in values])
+    primary = judged_note(base)[0]
+    table = paired_table(summaries, list(axes), [str(v) for v in values], primary)
     used = engine or base.engine.kind
     study = PairedStudy(base, (key, values), axes, chosen, used, runs, specs, table)
     if target is not None:
@@ -357,15 +375,18 @@ def study_record(study: PairedStudy) -> dict[str, Any]:
         "scenario": sc.name,
         "engine": study.engine,
         "title": describe_run(sc, study.engine, study.seeds),
-        "fabric": describe_fabric(sc),
-        "workload": describe_workload(sc),
+        **describe_study(study),
         "vs": {"key": key, "values": [str(v) for v in values], "baseline": str(values[0])},
         "grid": {k: v for k, v in study.grid.items()},
         "seeds": study.seeds,
         "confidence": CONFIDENCE,
+        "interval": INTERVAL_METHOD,
+        "judged_by": list(judged_note(sc)[0]),
+        "note": judged_note(sc)[1],
         "unfinished_flows": study.unfinished(),
         "table": [
-            {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+            {k: (None if v is pd.NA or isinstance(v, float) and math.isnan(v) else v)
+             for k, v in row.items()}  # fmt: skip
             for row in study.table.to_dict(orient="records")
         ],
         "runs": {
@@ -378,6 +399,66 @@ def study_record(study: PairedStudy) -> dict[str, Any]:
             for s in study.specs
         },  # fmt: skip
     }
+
+
+def describe_study(study: PairedStudy) -> dict[str, str]:
+    """The study's header for people: ``fabric`` and ``workload`` lines that show the values the
+    study varies (``at QPS {5, 25}``, not the base scenario's fixed ``QPS 25``) and a
+    ``compared`` line (the ``--vs`` values, the baseline, the grid, the paired seeds)."""
+    key, values = study.vs
+    axes: dict[str, list[Any]] = {key: list(values), **study.grid}
+    sc = study.scenario
+    names = [str(v) for v in values]
+    grid = "".join(
+        f"; at each {k} = {', '.join(map(str, v))}" for k, v in study.grid.items()
+    )  # fmt: skip
+    n = len(study.seeds)
+    return {
+        "fabric": _varied(describe_fabric, sc, axes, key),
+        "workload": _varied(describe_workload, sc, axes, key),
+        "compared": f"{key} = {' vs '.join(names)} (baseline {names[0]}){grid}; "
+        f"{n} paired {'seed' if n == 1 else 'seeds'} per point",
+    }
+
+
+_SEP = re.compile(r"(\s+|, |; )")
+
+
+def _varied(
+    describe: Callable[[Scenario], str], sc: Scenario, axes: dict[str, list[Any]], vs_key: str
+) -> str:
+    """``describe(sc)`` with the part each axis changes replaced by all its values."""
+    tokens = _SEP.split(describe(sc))
+    spans: list[tuple[int, int, str]] = []
+    for key, values in axes.items():
+        try:
+            texts = [_SEP.split(describe(sc.with_overrides({key: v}))) for v in values]
+        except ValueError:  # a value valid only with the grid's other keys: leave it
+            continue
+        if all(t == tokens for t in texts):
+            continue
+        lo = min(_common(tokens, t) for t in texts)
+        hi = min(_common(tokens[lo:][::-1], t[lo:][::-1]) for t in texts)
+        middles = ["".join(t[lo : len(t) - hi]) for t in texts]
+        end = len(tokens) - hi
+        if any(lo <= b and a <= end for a, b, _ in spans):
+            continue  # overlaps another axis's part: the first axis wins
+        one_word = all(len(t) - hi - lo == 1 for t in texts)
+        joined = (" vs " if key == vs_key else ", " if one_word else " | ").join(middles)
+        spans.append((lo, end, f"{{{joined}}}"))
+    for lo, hi, text in sorted(spans, reverse=True):
+        tokens[lo:hi] = [text]
+    return "".join(tokens)
+
+
+def _common(a: list[str], b: list[str]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def point_title(params: dict[str, Any]) -> str:

@@ -19,7 +19,8 @@ from typing import Any
 from fabricsim.units import human_bytes, human_number, human_seconds, human_share, seconds_unit
 
 __all__ = [
-    "METRIC_LABELS", "delta_text", "human_pct", "mean_text", "study_point_rows", "summary_rows",
+    "METRIC_LABELS", "PRIMARY_MARK", "delta_text", "human_pct", "mean_text", "study_point_rows",
+    "summary_rows",
 ]  # fmt: skip
 
 
@@ -99,6 +100,9 @@ METRIC_LABELS = {
 }  # fmt: skip
 """How tables and figures name a study's metrics."""
 
+PRIMARY_MARK = "★"
+"""Marks, in a study's tables, the metrics its workload is judged by."""
+
 
 def _num(x: Any) -> float:
     return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else math.nan
@@ -113,17 +117,41 @@ def human_pct(x: float) -> str:
     return f"{x:+.1f}" if abs(x) < 9.95 else f"{x:+.0f}"
 
 
-def delta_text(row: dict[str, Any]) -> str:
-    """A study row's change against the baseline: ``-14 % [-20, -7.0]`` (``-`` for the baseline).
+def delta_text(row: dict[str, Any], short: bool = False) -> str:
+    """A study row's change against the baseline: ``-14 % [-20, -7.0]`` (``-`` for the baseline),
+    followed, when its interval holds 0, by ``not significant with N seeds (about M would
+    resolve it)`` (``short``: ``n.s. (≈M seeds)``, for tables whose caption says the rest).
 
     >>> delta_text({"delta_pct": -14.2, "delta_ci_low": -20.1, "delta_ci_high": -7.0})
     '-14 % [-20, -7.0]'
+    >>> row = {"delta_pct": -12.0, "delta_ci_low": -30.0, "delta_ci_high": 9.0, "seeds": 3,
+    ...        "significant": False, "seeds_needed": 11}
+    >>> delta_text(row)
+    '-12 % [-30, +9.0] not significant with 3 seeds (about 11 would resolve it)'
+    >>> delta_text(row, short=True)
+    '-12 % [-30, +9.0] n.s. (≈11 seeds)'
     """
     d, low, high = (_num(row.get(k)) for k in ("delta_pct", "delta_ci_low", "delta_ci_high"))
     if not math.isfinite(d):
         return "-"
     text = f"{human_pct(d)} %"
-    return text + (f" [{human_pct(low)}, {human_pct(high)}]" if math.isfinite(low) else "")
+    text += f" [{human_pct(low)}, {human_pct(high)}]" if math.isfinite(low) else ""
+    if str(row.get("significant")) == "False":  # bool, numpy bool or a CSV's text
+        text += " " + _not_significant(row, short)
+    return text
+
+
+def _not_significant(row: dict[str, Any], short: bool) -> str:
+    needed = _num(row.get("seeds_needed"))
+    if _num(row.get("delta_ci_low")) == _num(row.get("delta_ci_high")) == 0:
+        return "(no change in any seed)"
+    if short:
+        return f"n.s. (≈{needed:,.0f} seeds)" if math.isfinite(needed) else "n.s. (>1,000 seeds)"
+    seeds = _num(row.get("seeds"))
+    text = f"not significant with {seeds:,.0f} seeds" if math.isfinite(seeds) else "not significant"
+    if math.isfinite(needed):
+        return f"{text} (about {needed:,.0f} would resolve it)"
+    return f"{text} (too small for the spread: more than 1,000 seeds to resolve it)"
 
 
 def mean_text(row: dict[str, Any], factor: float, unit: str) -> str:
@@ -145,14 +173,16 @@ def mean_text(row: dict[str, Any], factor: float, unit: str) -> str:
 
 def study_point_rows(rows: list[dict[Any, Any]], names: list[str]) -> list[dict[str, str]]:
     """One grid point's table for people: per metric, each value's mean [CI] and each change
-    against ``names[0]`` (``Δ <name>``), seconds in the unit the baseline's mean reads best in."""
+    against ``names[0]`` (``Δ <name>``), seconds in the unit the baseline's mean reads best in;
+    a metric the workload is judged by (its rows' ``primary``) is marked ``★``."""
     out: list[dict[str, str]] = []
     for metric in dict.fromkeys(r["metric"] for r in rows):
         by = {str(r["value"]): r for r in rows if r["metric"] == metric}
         if names[0] not in by:
             continue
         factor, unit = seconds_unit(_num(by[names[0]]["mean"]))
-        line = {"metric": METRIC_LABELS.get(metric, metric)}
+        label = METRIC_LABELS.get(metric, metric)
+        line = {"metric": f"{label} {PRIMARY_MARK}" if by[names[0]].get("primary") else label}
         line.update({n: mean_text(by.get(n, {}), factor, unit) for n in names})
         line.update({f"Δ {n}": delta_text(by.get(n, {})) for n in names[1:]})
         out.append(line)
