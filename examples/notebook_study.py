@@ -23,8 +23,8 @@ res  # noqa: B018 - a notebook shows the summary table (Result._repr_html_)
 
 # %% [markdown]
 # ## A paired study: the same requests under ECMP and ARK, at two request rates
-# `delta_pct` is ARK's change of the mean against ECMP, with its 95 % confidence interval
-# over the paired seeds.
+# `delta_pct` is ARK's change against ECMP per paired seed (the geometric mean of the ARK/ECMP
+# ratios), with its 95 % confidence interval over the seeds and whether it is `significant`.
 
 # %%
 table = fabricsim.study(sc, {"lb.policy": ["ecmp", "ark"]}, grid={"workload.qps": [5, 25]}, seeds=3)
