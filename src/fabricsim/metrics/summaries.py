@@ -66,3 +66,53 @@ def register_summarizer(kind: str) -> Callable[[Summarizer], Summarizer]:
 
 def summarizers_for(kind: str) -> list[Summarizer]:
     return list(_SUMMARIZERS.get(kind, []))
+
+
+# -- flows that did not complete ------------------------------------------------------------------
+def not_completed_reason(counts: dict[str, int]) -> str | None:
+    """One text for why flows did not complete, from reason -> number of flows.
+
+    One reason reads alone; several are joined by ``; `` with their counts.
+
+    >>> not_completed_reason({"time limit 0.1 s reached": 3})
+    'time limit 0.1 s reached'
+    >>> not_completed_reason({"retries exhausted": 1, "time limit 0.1 s reached": 2})
+    'retries exhausted (1 flow); time limit 0.1 s reached (2 flows)'
+    >>> not_completed_reason({}) is None
+    True
+    """
+    counts = {k: v for k, v in counts.items() if v > 0}
+    if len(counts) <= 1:
+        return next(iter(counts), None)
+    return "; ".join(f"{k} ({v:,} flow{'s' if v != 1 else ''})" for k, v in counts.items())
+
+
+def completion_keys(summary: dict[str, Any]) -> dict[str, Any]:
+    """``flows_not_completed`` and ``not_completed_reason`` of a run's summary (every engine).
+
+    ``flows_not_completed = flows_total - flows_completed`` always.  The reason is the
+    engine's (``not_completed_reason`` in its summary); ``None`` when every flow completed,
+    and ``"unknown"`` if an engine left flows unfinished without saying why.  Where the
+    engine counts ``flows_failed`` (flows its transport gave up, packet engine), those are
+    among the flows not completed: ``flows_failed <= flows_not_completed``.
+    """
+    left = int(summary.get("flows_total", 0)) - int(summary.get("flows_completed", 0))
+    reason = (summary.get("not_completed_reason") or "unknown") if left > 0 else None
+    return {"flows_not_completed": left, "not_completed_reason": reason}
+
+
+def not_completed_warning(summary: dict[str, Any]) -> str | None:
+    """The one-line warning of a run that left flows unfinished (``None`` if none did).
+
+    >>> not_completed_warning({"flows_total": 1024, "flows_not_completed": 2,
+    ...     "not_completed_reason": "black-holed by failed link(s) leaf0->spine1"})
+    '2 of 1,024 flows did not complete (black-holed by failed link(s) leaf0->spine1); FCT statistics cover the 1,022 that did'
+    """
+    left = int(summary.get("flows_not_completed", 0))
+    if left <= 0:
+        return None
+    total = int(summary.get("flows_total", 0))
+    why = summary.get("not_completed_reason") or "unknown"
+    done = total - left
+    cover = f"FCT statistics cover the {done:,} that did" if done else "no FCT statistics"
+    return f"{left:,} of {total:,} flows did not complete ({why}); {cover}"
