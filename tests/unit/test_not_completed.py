@@ -153,3 +153,15 @@ def test_packet_timelines_do_not_change_the_run(interval_us):
     if interval_us == 1.0:  # samples cover the run, each within an interval past its end
         assert links["time_s"].max() <= b["sim_end_s"] + interval_us * 1e-6
         assert np.isclose(links["utilization"].max(), 1.0, atol=0.05)
+
+
+def test_packet_timelines_with_progress_calls_match_the_plain_run():
+    rec = {**BASE, "records.timelines": True, "records.timeline_interval_us": 2.0}
+    sc = fabricsim.load_scenario("ecmp-collision").with_overrides(rec)
+    calls = []
+    watched = fabricsim.run(sc, engine="packet", progress=lambda now, end: calls.append(now))
+    quiet = fabricsim.run(sc, engine="packet")
+    assert calls and calls[-1] == watched.summary["sim_end_s"]
+    assert watched.summary == quiet.summary and watched.flows.equals(quiet.flows)
+    for name in ("timeline_links", "timeline_spine_flows"):
+        assert watched.tables[name].equals(quiet.tables[name])
