@@ -165,3 +165,15 @@ def test_packet_timelines_with_progress_calls_match_the_plain_run():
     assert watched.summary == quiet.summary and watched.flows.equals(quiet.flows)
     for name in ("timeline_links", "timeline_spine_flows"):
         assert watched.tables[name].equals(quiet.tables[name])
+
+
+def test_cli_run_shows_the_shortfall_and_warns_once(tmp_path, capsys):
+    from fabricsim.cli import main
+
+    args = ["run", "ecmp-collision", "--set", "topology.failed_links=[leaf0->spine1]"]
+    with pytest.warns(UserWarning, match="did not complete") as caught:
+        assert main([*args, "--out", str(tmp_path / "o")]) == 0
+    assert len([w for w in caught if "did not complete" in str(w.message)]) == 1
+    out = capsys.readouterr().out
+    assert "7 of 8 = 88 %" in out
+    assert "not completed" in out and "black-holed by failed link(s) leaf0->spine1" in out
