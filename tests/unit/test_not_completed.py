@@ -177,3 +177,10 @@ def test_cli_run_shows_the_shortfall_and_warns_once(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "7 of 8 = 88 %" in out
     assert "not completed" in out and "black-holed by failed link(s) leaf0->spine1" in out
+
+
+def test_open_loop_time_limit_is_flagged_and_named():
+    res, lines = _run("moe", {"workload.tokens_per_gpu": 8, "engine.time_limit_s": 1e-6}, "flow")
+    s = res.summary
+    assert s["flows_not_completed"] > 0 and s["time_limit_reached"] is True
+    assert s["not_completed_reason"] == "time limit 1e-06 s reached" and len(lines) == 1
