@@ -54,6 +54,8 @@ def test_refused_in_one_line_before_the_fabric_is_built(overrides, engine, monke
     msg = str(err.value)
     assert "\n" not in msg and "engine.max_memory_gb=2 GB" in msg and "needs about" in msg
     assert "topology." in msg
+    if "topology.parallel_links" in overrides:
+        assert msg.startswith("topology.spines=4096 x topology.parallel_links=64 needs about")
 
 
 def test_the_fabric_term_covers_a_measured_build():

@@ -318,6 +318,12 @@ def _advice(sc: Any, term: str, engine: str) -> tuple[str, str]:
                 else _largest(sc, ("spines", "parallel_links", "leaves"))
             )
         value = getattr(t, key)
+        par = int(getattr(t, "parallel_links", 1) or 1)
+        if par > 1 and key in ("spines", "parallel_links"):  # the bundles: both keys count
+            return (
+                f"topology.spines={t.spines} x topology.parallel_links={par}",
+                f"use a smaller topology.spines or topology.parallel_links, or {raise_}",
+            )
         return f"topology.{key}={value}", f"use a smaller topology.{key} or {raise_}"
     if term == "timeline samples":
         if engine == "packet":
