@@ -123,6 +123,22 @@ def test_flow_engine_limit_covers_a_slow_fabric():
     assert res.flows["fct_s"].max() > 1.5
 
 
+def test_flow_engine_limit_covers_a_slow_nvlink():
+    """PXN over 10 Mbps NVLink: the old limit cut 22 of 64 flows at 1.0 s (done at 1.64 s)."""
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "examples" / "rails_pxn.yaml"
+    over = {
+        "topology.nvlink_gbps": 0.01,
+        "records.port_stats": False,
+        "nic.packet_spraying_type": "none",
+        "workload.size_bytes": 1_000_000,
+    }
+    res, lines = _run(str(path), over, "flow")
+    assert res.summary["flows_completed"] == 64 and lines == []
+    assert res.flows["fct_s"].max() > 1.5
+
+
 def test_packet_engine_runs_flows_that_start_at_the_largest_start_time():
     res, lines = _run(
         "ecmp-collision", {"workload.start_s": 1e6, "workload.size_bytes": 20_000}, "packet"
