@@ -415,7 +415,7 @@ def check_budget(sc: Any, engine: str) -> None:
     >>> check_budget(sc.with_overrides({"topology.k": 128}), "flow")
     Traceback (most recent call last):
     ...
-    fabricsim.errors.ConfigError: topology.k=128 needs about 60 GB (fabric paths), over engine.max_memory_gb=16 GB; use a smaller topology.k or raise engine.max_memory_gb
+    fabricsim.errors.ConfigError: topology.k=128 needs about 62 GB (fabric paths), over engine.max_memory_gb=16 GB; use a smaller topology.k or raise engine.max_memory_gb
     """
     est = estimate(sc, engine)
     limit_gb = float(sc.engine.memory_limit_gb())

@@ -29,7 +29,7 @@ from fabricsim.flowsim.kernel import MaxMinKernel
 from fabricsim.flowsim.paths import LinkShares, PathResolver
 from fabricsim.flowsim.reference import ReferenceRates
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
-from fabricsim.metrics.summaries import not_completed_reason
+from fabricsim.metrics.summaries import reason_of_flows
 from fabricsim.routing.dag import MAX_PATH_LABELS
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import Fabric
@@ -420,31 +420,24 @@ class FlowEngine:
         """Why the unfinished flows did not complete (``None`` if every flow did)."""
         fab = self.fabric
         failed = np.asarray(fab.link_failed, dtype=bool) | (np.asarray(fab.link_rate_bps) <= 0)
-        counts: dict[str, int] = {}
-        holes: dict[str, None] = {}
-        blackholed = 0
-        for flow in np.flatnonzero(np.isnan(self.finish)).tolist():
-            conns = self.conns[flow]
-            links = [c.shares.links for c in conns if c.slot >= 0 and c.shares is not None]
-            dead = [x for ls in links for x in np.asarray(ls)[failed[ls]].tolist()]
-            if any(c.slot >= 0 and c.shares is None for c in conns):
-                why = "no route (every path crosses a failed link)"
-            elif dead:
-                holes.update(dict.fromkeys(fab.link_names[x] for x in dead))
-                blackholed += 1
-                continue
-            elif self.limit_cut:
-                why = f"time limit {limit:g} s reached"
-            elif self.stalled:
-                why = "the engine's loop backstop ended the run"
-            elif not conns and self._waiting[flow] > 0:
-                why = "waiting on flows that did not complete"
-            else:
-                why = "unknown"
-            counts[why] = counts.get(why, 0) + 1
-        if blackholed:
-            counts = {f"black-holed by failed link(s) {', '.join(holes)}": blackholed, **counts}
-        return not_completed_reason(counts)
+        cut = f"time limit {limit:g} s reached" if self.limit_cut else None
+        if self.stalled:
+            cut = "the engine's loop backstop ended the run"
+
+        def why(flow: int) -> tuple[str | None, list[str]]:
+            conns = [c for c in self.conns[flow] if c.slot >= 0]  # the unfinished ones
+            shares = [c.shares for c in conns]
+            if any(sh is None for sh in shares):
+                return "no route (every path crosses a failed link)", []
+            links = dict.fromkeys(x for sh in shares if sh is not None for x in sh.links.tolist())
+            dead = [fab.link_names[x] for x in links if failed[x]]
+            if dead:
+                return None, dead  # black-holed: it cannot move
+            if not self.conns[flow] and self._waiting[flow] > 0:
+                return cut or "waiting on flows that did not complete", []
+            return cut, []
+
+        return reason_of_flows(why(f) for f in np.flatnonzero(np.isnan(self.finish)).tolist())
 
     def _path_column(self, conns: Sequence[_Conn]) -> str:
         """The flow's paths by name, or ``"N paths"`` past :data:`MAX_PATH_LABELS` (as the

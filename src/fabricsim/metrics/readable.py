@@ -82,11 +82,12 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     left = s.get("flows_not_completed", total - s.get("flows_completed", 0))
     if left:
         why = s.get("not_completed_reason") or "unknown"
-        rows.append(("not completed", f"{left:,} ({why})"))
+        done = total - left
+        rows.append(("not completed", f"{left:,} ({why}); FCT: the {done:,} completed only"))
     for stem, label in (("fct", "FCT"), ("ttft", "TTFT")):
         text = _quantiles(s, stem)
         if text:
-            rows.append((f"{label} of completed" if left else label, text))
+            rows.append((label, text))
     if "cct_s" in s:
         bound = s.get("cct_lower_bound_s")
         extra = (

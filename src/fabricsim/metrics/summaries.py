@@ -7,7 +7,7 @@ import the runner: a summarizer that needs another engine run (``alone_fct_s``) 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +87,35 @@ def not_completed_reason(counts: dict[str, int]) -> str | None:
     return "; ".join(f"{k} ({v:,} flow{'s' if v != 1 else ''})" for k, v in counts.items())
 
 
+def reason_of_flows(flows: Iterable[tuple[str | None, Sequence[str]]]) -> str | None:
+    """:func:`not_completed_reason` from each unfinished flow's (why, failed links it crossed).
+
+    A flow that crossed failed links is black-holed (``why``, if any, says how it ended);
+    the failed links of all such flows are named once.
+
+    >>> reason_of_flows([(None, ["leaf0->spine1"]), (None, ["leaf0->spine1"])])
+    'black-holed by failed link(s) leaf0->spine1'
+    >>> reason_of_flows([(None, ["a->b"]), ("retries exhausted", [])])
+    'black-holed by failed link(s) a->b (1 flow); retries exhausted (1 flow)'
+    >>> reason_of_flows([("time limit 1 s reached", [])] * 3)
+    'time limit 1 s reached'
+    """
+    counts: dict[tuple[str | None, bool], int] = {}  # (why, black-holed) -> flows
+    holes: dict[str, None] = {}
+    for why, dead in flows:
+        holes.update(dict.fromkeys(dead))
+        key = (why, bool(dead))
+        counts[key] = counts.get(key, 0) + 1
+    hole = f"black-holed by failed link(s) {', '.join(holes)}"
+
+    def text(why: str | None, holed: bool) -> str:
+        if not holed:
+            return why or "unknown"
+        return f"{hole}: {why}" if why else hole
+
+    return not_completed_reason({text(*k): v for k, v in counts.items()})
+
+
 def completion_keys(summary: dict[str, Any]) -> dict[str, Any]:
     """``flows_not_completed`` and ``not_completed_reason`` of a run's summary (every engine).
 
@@ -104,9 +133,12 @@ def completion_keys(summary: dict[str, Any]) -> dict[str, Any]:
 def not_completed_warning(summary: dict[str, Any]) -> str | None:
     """The one-line warning of a run that left flows unfinished (``None`` if none did).
 
-    >>> not_completed_warning({"flows_total": 1024, "flows_not_completed": 2,
+    >>> text = not_completed_warning({"flows_total": 1024, "flows_not_completed": 2,
     ...     "not_completed_reason": "black-holed by failed link(s) leaf0->spine1"})
-    '2 of 1,024 flows did not complete (black-holed by failed link(s) leaf0->spine1); FCT statistics cover the 1,022 that did'
+    >>> for part in text.split("; "):
+    ...     print(part)
+    2 of 1,024 flows did not complete (black-holed by failed link(s) leaf0->spine1)
+    FCT statistics cover the 1,022 that did
     """
     left = int(summary.get("flows_not_completed", 0))
     if left <= 0:

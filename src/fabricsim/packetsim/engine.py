@@ -47,7 +47,7 @@ from fabricsim.flowsim.engine import slowest_rate_bps
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
 from fabricsim.lb.reps import exploration_window_packets
-from fabricsim.metrics.summaries import not_completed_reason
+from fabricsim.metrics.summaries import reason_of_flows
 from fabricsim.nic.nic import Nic
 from fabricsim.nic.pdc import MonitorLog, NicEnv, Pdc, RocePdc
 from fabricsim.packetsim import records as rec
@@ -638,32 +638,20 @@ class PacketEngine:
 
     def _not_completed_reason(self, limit: int) -> str | None:
         """Why the unfinished flows did not complete (``None`` if every flow did)."""
-        counts: dict[str, int] = {}
-        holes: dict[str, None] = {}
-        names = self.fabric.link_names
-        cut = f"time limit {ps_to_s(limit):g} s reached"
-        for flow in np.flatnonzero(self.finish_ps < 0).tolist():
-            dead = [
-                x
-                for p in self.pdcs[flow]
-                for route in p.routes_used
-                for x in route.links
-                if self.ports[x].failed
-            ]
-            holes.update(dict.fromkeys(names[x] for x in dead))
+        names, ports = self.fabric.link_names, self.ports
+        cut = f"time limit {ps_to_s(limit):g} s reached" if self.sim.stopped else None
+
+        def why(flow: int) -> tuple[str | None, list[str]]:
+            pdcs = self.pdcs[flow]
+            crossed = dict.fromkeys(x for p in pdcs for r in p.routes_used for x in r.links)
+            dead = [names[x] for x in crossed if ports[x].failed]
             if self.failed[flow]:
-                why = "retries exhausted"
-            elif self.sim.stopped:
-                why = cut
-            elif not self.pdcs[flow] and self.waiting[flow] > 0:
-                why = "waiting on flows that did not complete"
-            else:
-                why = "unknown"
-            if dead:
-                why = f"black-holed by failed link(s) {{holes}}: {why}"
-            counts[why] = counts.get(why, 0) + 1
-        text = ", ".join(holes)
-        return not_completed_reason({k.replace("{holes}", text): v for k, v in counts.items()})
+                return "retries exhausted", dead
+            if not pdcs and self.waiting[flow] > 0:
+                return cut or "waiting on flows that did not complete", dead
+            return cut, dead
+
+        return reason_of_flows(why(f) for f in np.flatnonzero(self.finish_ps < 0).tolist())
 
     def _output(self, wall: float, limit: int) -> EngineOutput:
         f = self.flows
