@@ -408,7 +408,8 @@ class FlowEngine:
                 "events_per_s": self.events / max(wall, 1e-9),
             },
         )
-        out.summary["time_limit_reached"] = bool(self.limit_cut)
+        # the limit ended the run with flows still going (not after the last one, on a timer)
+        out.summary["time_limit_reached"] = bool(self.limit_cut and np.isnan(self.finish).any())
         out.summary["not_completed_reason"] = self._not_completed_reason(limit)
         if self.stalled:
             out.summary["stalled"] = True  # unfinished flows are reported with finish NaN

@@ -673,7 +673,8 @@ class PacketEngine:
         )
         summary: dict[str, Any] = self.counters()
         summary["sim_end_s"] = ps_to_s(self.sim.now)
-        summary["time_limit_reached"] = bool(self.sim.stopped)
+        # the limit ended the run with flows still going (not after the last one, on a timer)
+        summary["time_limit_reached"] = bool(self.sim.stopped and np.any(~done & ~self.failed))
         summary["not_completed_reason"] = self._not_completed_reason(limit)
         summary["spine_peak_flows"] = self._spine_peaks()
         if self.sc.switch.load_balancing_method == "flowlet":

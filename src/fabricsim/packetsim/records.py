@@ -162,7 +162,10 @@ class TimelineSampler:
 
     The sampler observes; it never puts an event on the calendar: the engine runs the
     calendar up to each sample time (:meth:`next_ps`) and calls :meth:`sample` there, so a
-    run with timelines has the events, the end and the results of one without.
+    run with timelines has the events, the end and the results of one without.  Samples fall
+    every interval while flows are unresolved; the last is the first after that (or, if the
+    calendar empties first, the next sample time within the run's limit), so the drop to
+    idle shows.
     """
 
     def __init__(
