@@ -200,3 +200,21 @@ def test_open_loop_time_limit_is_flagged_and_named():
     s = res.summary
     assert s["flows_not_completed"] > 0 and s["time_limit_reached"] is True
     assert s["not_completed_reason"] == "time limit 1e-06 s reached" and len(lines) == 1
+
+
+def test_every_packet_record_only_observes():
+    every = {
+        "records.timelines": True,
+        "records.uet_monitor": True,
+        "records.port_stats": True,
+        "records.switch_lb_stats": True,
+        "records.uet_transport_stats": True,
+    }
+    plain, _ = _run("ecmp-collision", BASE, "packet")
+    recorded, _ = _run("ecmp-collision", {**BASE, **every}, "packet")
+    a = {k: v for k, v in plain.summary.items() if k not in RECORD_KEYS}
+    b = {k: v for k, v in recorded.summary.items() if k not in RECORD_KEYS}
+    assert b == a and recorded.flows.equals(plain.flows)
+    assert {"uet_monitor", "port_stats", "switch_lb_stats", "timeline_links"} <= set(
+        recorded.tables
+    )
