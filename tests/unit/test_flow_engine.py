@@ -11,8 +11,10 @@ pytestmark = pytest.mark.usefixtures("both_solvers")
 
 def test_time_limit_reports_unfinished_with_partial_bytes():
     sc = fabricsim.load_scenario("ecmp-collision").with_overrides({"engine.time_limit_s": 40e-6})
-    res = fabricsim.run(sc, engine="flow")
+    with pytest.warns(UserWarning, match=r"8 of 8 flows did not complete \(time limit 4e-05 s"):
+        res = fabricsim.run(sc, engine="flow")
     assert res.summary["flows_completed"] == 0
+    assert res.summary["flows_not_completed"] == 8 and res.summary["time_limit_reached"] is True
     assert res.flows["finish_s"].isna().all()
     delivered = res.summary["bytes_delivered"]
     assert 0 < delivered < res.summary["bytes_total"]

@@ -19,8 +19,10 @@ term                      count                                                 
 baseline                  interpreter, numpy, pandas, pyarrow, fabricsim         0.2 GB
 fabric paths              ECMP path table: leaves x nodes hop distances          13
                           (int32, and the breadth-first search's frontier)
-fabric                    links; nodes                                           300; 200
+fabric                    links (with their ECMP group members); nodes           450; 200
+                          + links, flow engine (max-min kernel, capacities)      250
 packet ports and NICs     links; hosts (packet engine only)                      2,200; 2,000
+                          links x parallel links, at least 2,200                 800 + 60 P
 flows                     connections (flow engine, max-min); flows (open loop)  2,000; 1,000
                           flows (packet engine: PDC, controller, receiver)       5,500
                           + flows under ``lb.policy=ark`` (reservations)         3,500
@@ -64,6 +66,17 @@ exhausted machine.
 
 Measurements behind the coefficients (peak RSS, MB; estimate in brackets):
 
+* fabric construction (``fabric_for`` + the router, then a run of ``ecmp-collision``'s 8
+  flows; peak RSS after each step less the interpreter's, ``/tmp`` script, compiled build,
+  Dec 2026): 2 leaves x 1,024 spines x 16 / 64 parallel links (65,568 / 262,176 links)
+  440 / 437 bytes a link built, + 300 / 150 bytes a link on the flow engine; 2 x 4,096 x 64
+  (1,048,608 links) 411 + 210 (0.71 GB in all, 10 s); 256 / 512 leaves x as many spines x 1
+  host (131,584 / 525,312 links) 426 / 357 + 150 (building 512 x 512 took 8.7 s; 4,096 x
+  4,096 is 64 times the links: ~23 GB, refused).  Packet engine, the same 65,568 links
+  run: 4,096 spines x 4 parallel links 1,020 bytes a link, 1,024 x 16 1,700, 256 x 64
+  4,090; 128 / 512 spines x 64: 4,750 / 4,520 (so 2 x 4,096 x 64 holds about 5 GB of
+  ports, where 2,200 a link said 2.6 GB).
+
 * fabric, incast of one sender: fat tree k=8 161 [200], k=32 220 [280], k=40 348 [420],
   k=48 604 [713], k=64 1,953 [2,213]; leaf-spine 512 x 128 x 64 hosts 416 [488],
   64 x 64 x 8 hosts x 64 parallel links 304 [358] (packet engine 1,439 [1,515]),
@@ -102,9 +115,12 @@ GB = 1e9
 
 BASELINE_BYTES = 0.2 * GB
 PATH_TABLE_BYTES = 13  # per (leaf, node) hop distance: 4, and the search frontier (bound)
-LINK_BYTES = 300
+LINK_BYTES = 450  # per link built, its ECMP group members and routes' entries (measured)
 NODE_BYTES = 200
+FLOW_LINK_BYTES = 250  # flow engine (max-min): per link, the kernel's capacities and loads
 PACKET_PORT_BYTES = 2_200  # packet engine: Port, route-table entries, per link
+PACKET_PARALLEL_BASE_BYTES = 800  # packet engine, per link: 800 + 60 x parallel links,
+PACKET_PARALLEL_BYTES = 60  # when that is more than PACKET_PORT_BYTES (measured, see above)
 PACKET_NIC_BYTES = 2_000  # packet engine: Nic, per host
 FLOW_CONN_BYTES = 2_000  # flow engine (max-min): per connection, output row included
 OPEN_LOOP_FLOW_BYTES = 1_000
@@ -173,7 +189,9 @@ def _packet_terms(
     """Add the packet engine's terms to ``terms``; return its packets and timeline samples."""
     nic, rec = sc.nic, sc.records
     samples = 0
-    terms["packet ports and NICs"] = PACKET_PORT_BYTES * float(fab.links)
+    parallel = PACKET_PARALLEL_BASE_BYTES + PACKET_PARALLEL_BYTES * fab.parallel
+    per_link = max(PACKET_PORT_BYTES, parallel)
+    terms["packet ports and NICs"] = per_link * float(fab.links)
     terms["packet ports and NICs"] += PACKET_NIC_BYTES * float(fab.hosts)
     terms["flows"] = PACKET_FLOW_BYTES * float(conns)
     packets = _packets(sc, load)
@@ -214,6 +232,7 @@ def _flow_terms(sc: Any, fab: _Fabric, load: _Load, conns: int, terms: dict[str,
     samples = 0
     spraying = nic.packet_spraying_type != "none" or sc.switch.hash_method == "random"
     terms["flows"] = FLOW_CONN_BYTES * float(conns)
+    terms["fabric"] += FLOW_LINK_BYTES * float(fab.links)
     if spraying or lb.policy == "ideal_spray":
         spread = min(fab.pair_paths, 2**nic.entropy_mask_bits)
         if nic.packet_spraying_type != "default" or lb.policy == "ideal_spray":
@@ -299,6 +318,12 @@ def _advice(sc: Any, term: str, engine: str) -> tuple[str, str]:
                 else _largest(sc, ("spines", "parallel_links", "leaves"))
             )
         value = getattr(t, key)
+        par = int(getattr(t, "parallel_links", 1) or 1)
+        if par > 1 and key in ("spines", "parallel_links"):  # the bundles: both keys count
+            return (
+                f"topology.spines={t.spines} x topology.parallel_links={par}",
+                f"use a smaller topology.spines or topology.parallel_links, or {raise_}",
+            )
         return f"topology.{key}={value}", f"use a smaller topology.{key} or {raise_}"
     if term == "timeline samples":
         if engine == "packet":
@@ -390,7 +415,7 @@ def check_budget(sc: Any, engine: str) -> None:
     >>> check_budget(sc.with_overrides({"topology.k": 128}), "flow")
     Traceback (most recent call last):
     ...
-    fabricsim.errors.ConfigError: topology.k=128 needs about 60 GB (fabric paths), over engine.max_memory_gb=16 GB; use a smaller topology.k or raise engine.max_memory_gb
+    fabricsim.errors.ConfigError: topology.k=128 needs about 62 GB (fabric paths), over engine.max_memory_gb=16 GB; use a smaller topology.k or raise engine.max_memory_gb
     """
     est = estimate(sc, engine)
     limit_gb = float(sc.engine.memory_limit_gb())

@@ -29,6 +29,7 @@ class _Fabric:
     path_links: int  # links on the longest host-to-host path
     host_bps: float
     fabric_bps: float
+    parallel: int = 1  # links between each leaf and spine (topology.parallel_links)
 
 
 @dataclass
@@ -91,7 +92,7 @@ def _fabric(sc: Any) -> _Fabric:
         path_links += 2
     return _Fabric(
         "leaf_spine", hosts, nodes, links, leaves, spines, spines * par, path_links, host_bps,
-        fabric_bps,
+        fabric_bps, par,
     )  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,12 @@ from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import with_rate_caps
 from fabricsim.metrics import workload_summaries  # noqa: F401  (registers the summarizers)
 from fabricsim.metrics.results import Columns, Result, percentiles
-from fabricsim.metrics.summaries import RunContext, summarizers_for
+from fabricsim.metrics.summaries import (
+    RunContext,
+    completion_keys,
+    not_completed_warning,
+    summarizers_for,
+)
 from fabricsim.packetsim.engine import PacketEngine
 from fabricsim.rng import stream
 from fabricsim.routing.router import Router
@@ -169,6 +175,10 @@ def _assemble(
         for col, values in extra.pop("_columns", {}).items():
             cols[col] = values
         summary.update(extra)
+    summary.update(completion_keys(summary))  # every engine: counts and why, never rounded away
+    unfinished = not_completed_warning(summary)
+    if unfinished:
+        warnings.warn(unfinished, stacklevel=3)
     timing = {**out.timing, "total_wall_s": wall}
     return Result(sc, summary, cols, timing, dict(out.tables), dict(out.json_records))
 

@@ -18,7 +18,7 @@ cdef class FlowEngine:
     cdef public list heap, conns, labels, dependents, deps, tl_links, tl_tops
     cdef public object pending_conns, finish, started, entropy, waiting_deps
     cdef public object top_active, top_peak, _last_util
-    cdef public bint record, dirty, stalled
+    cdef public bint record, dirty, stalled, limit_cut
     cdef public const long long[:] _src, _dst, _uplink
     cdef public const double[:] _start
     cdef public long long[:] _pending, _waiting, _act, _peak

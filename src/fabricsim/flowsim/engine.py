@@ -29,6 +29,7 @@ from fabricsim.flowsim.kernel import MaxMinKernel
 from fabricsim.flowsim.paths import LinkShares, PathResolver
 from fabricsim.flowsim.reference import ReferenceRates
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
+from fabricsim.metrics.summaries import reason_of_flows
 from fabricsim.routing.dag import MAX_PATH_LABELS
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import Fabric
@@ -38,8 +39,27 @@ from fabricsim.workloads.base import FlowTable
 _ARRIVAL = 0
 _TIMER = 1
 
+LIMIT_HOPS = 8
+"""Links a path may cross, for the automatic time limit (a three-tier path has 6; a
+multi-plane path with its NIC node and an NVLink hop, 8)."""
+
 FALLBACK = 0.5
 """The incremental kernel re-solves every connection once an event's set passes this share."""
+
+
+def slowest_rate_bps(fabric: Fabric, caps: np.ndarray | None = None) -> float:
+    """The lowest rate a connection may be held to: the slowest working link with a rate
+    (failed links excluded; degraded, core and NVLink links included), or a lower per-flow
+    rate cap; 0 if no link carries anything."""
+    rates = np.asarray(fabric.link_rate_bps, dtype=np.float64)
+    working = rates[~np.asarray(fabric.link_failed, dtype=bool) & (rates > 0)]
+    rate = float(working.min()) if len(working) else 0.0
+    if caps is not None:
+        capped = np.asarray(caps, dtype=np.float64)
+        capped = capped[np.isfinite(capped) & (capped > 0)]
+        if len(capped):
+            rate = min(rate, float(capped.min())) if rate > 0 else rate
+    return rate
 
 
 class _Conn:
@@ -103,6 +123,7 @@ class FlowEngine:
         self.dirty = False
         self.conns_started = 0
         self.stalled = False  # the loop's backstop ended the run (see _max_passes)
+        self.limit_cut = False  # the time limit ended the run with work left
         # perf: typed views of the arrays the event loop reads and writes (compiled build)
         self._src = np.ascontiguousarray(flows.src, dtype=np.int64)
         self._dst = np.ascontiguousarray(flows.dst, dtype=np.int64)
@@ -275,6 +296,7 @@ class FlowEngine:
             if stuck:  # now + dt == now in floating point: step to the next representable time
                 t = min(t_next, max(t_done, math.nextafter(self.now, math.inf)))
             if not math.isfinite(t) or t > limit:
+                self.limit_cut = math.isfinite(t)
                 self._advance(min(limit, t) if math.isfinite(t) else self.now, False)
                 self.rates.finalize(self.now)
                 break
@@ -315,14 +337,23 @@ class FlowEngine:
             self._complete(slot)
 
     def _time_limit(self) -> float:
+        """``engine.time_limit_s``, else a bound no max-min run reaches: the last start plus
+        twice every wire byte crossing :data:`LIMIT_HOPS` links at the slowest rate any
+        connection may get (the slowest working link, degraded and core links included,
+        or the lowest per-flow rate cap), plus 1 s.
+
+        While a flow is active some link on its path is saturated, so the fabric moves at
+        least that rate of (flow, link) bytes; a run with work left past the bound has a
+        flow that cannot move (a failed path), and that run ends when nothing can move.
+        """
         if self.sc.engine.time_limit_s is not None:
             return float(self.sc.engine.time_limit_s)
         f = self.flows
-        rate = float(np.min(self.fabric.link_rate_bps[self.fabric.host_uplink]))
+        rate = slowest_rate_bps(self.fabric, f.extra.get("rate_cap_bps"))
         total = float(np.sum(f.size_bytes)) * (1 + self.hdr / self.mss) * 8
-        if not rate > 0:  # a host link of 0 bps: the run ends when nothing can move
+        if not rate > 0:  # no link carries anything: the run ends when nothing can move
             return math.inf
-        return float(np.max(f.start_s, initial=0.0)) + 2 * total / rate + 1.0
+        return float(np.max(f.start_s, initial=0.0)) + 2 * LIMIT_HOPS * total / rate + 1.0
 
     def _wire_delivered(self, conn: _Conn) -> float:
         if conn.slot >= 0:  # still active (unfinished)
@@ -377,11 +408,37 @@ class FlowEngine:
                 "events_per_s": self.events / max(wall, 1e-9),
             },
         )
+        # the limit ended the run with flows still going (not after the last one, on a timer)
+        out.summary["time_limit_reached"] = bool(self.limit_cut and np.isnan(self.finish).any())
+        out.summary["not_completed_reason"] = self._not_completed_reason(limit)
         if self.stalled:
             out.summary["stalled"] = True  # unfinished flows are reported with finish NaN
         if self.record:
             out.tables.update(self._timeline_tables(tops))
         return out
+
+    def _not_completed_reason(self, limit: float) -> str | None:
+        """Why the unfinished flows did not complete (``None`` if every flow did)."""
+        fab = self.fabric
+        failed = np.asarray(fab.link_failed, dtype=bool) | (np.asarray(fab.link_rate_bps) <= 0)
+        cut = f"time limit {limit:g} s reached" if self.limit_cut else None
+        if self.stalled:
+            cut = "the engine's loop backstop ended the run"
+
+        def why(flow: int) -> tuple[str | None, list[str]]:
+            conns = [c for c in self.conns[flow] if c.slot >= 0]  # the unfinished ones
+            shares = [c.shares for c in conns]
+            if any(sh is None for sh in shares):
+                return "no route (every path crosses a failed link)", []
+            links = dict.fromkeys(x for sh in shares if sh is not None for x in sh.links.tolist())
+            dead = [fab.link_names[x] for x in links if failed[x]]
+            if dead:
+                return None, dead  # black-holed: it cannot move
+            if not self.conns[flow] and self._waiting[flow] > 0:
+                return cut or "waiting on flows that did not complete", []
+            return cut, []
+
+        return reason_of_flows(why(f) for f in np.flatnonzero(np.isnan(self.finish)).tolist())
 
     def _path_column(self, conns: Sequence[_Conn]) -> str:
         """The flow's paths by name, or ``"N paths"`` past :data:`MAX_PATH_LABELS` (as the

@@ -185,6 +185,7 @@ class OpenLoopEngine:
         finish = end + sweep.q_at / self.recv[f.dst] + self.latency_s()
         delivered = f.size_bytes.astype(np.float64)
         limit = self.sc.engine.time_limit_s
+        late = np.zeros(len(f), dtype=bool)
         if limit is not None:
             late = finish > limit
             frac = np.clip((limit - f.start_s) / np.maximum(finish - f.start_s, 1e-30), 0.0, 1.0)
@@ -192,12 +193,17 @@ class OpenLoopEngine:
             finish = np.where(late, np.nan, finish)
         self.now = float(np.nanmax(finish, initial=0.0))
         wall = time.perf_counter() - wall0
+        summary = sweep.summary(end)
+        summary["time_limit_reached"] = bool(late.any())
+        summary["not_completed_reason"] = (
+            f"time limit {limit:g} s reached" if late.any() else None  # the only way to fall short
+        )
         return EngineOutput(
             finish_s=finish,
             delivered_bytes=delivered.astype(np.int64),
             path=[""] * len(f),
             entropy=f.src_port.copy(),
-            summary=sweep.summary(end),
+            summary=summary,
             timing={
                 "wall_s": wall,
                 "events": sweep.events,

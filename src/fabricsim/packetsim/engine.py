@@ -23,7 +23,8 @@ Defaults derived here (each overridable in the scenario):
   maximum; XON 2 packets lower); with ``switch.pfc_dynamic_alpha`` a shared buffer per switch
   (``switch.pfc_shared_buffer_bytes``, else the sum of its ingress links' buffers);
 * time limit: ``engine.time_limit_s``, else last start + 4 x all wire bytes at the slowest
-  host rate + the full RTO backoff ``rto x 2^(max_retries + 1)`` + 1 ms.
+  working link's rate + the full RTO backoff ``rto x 2^(max_retries + 1)`` + 1 ms (a run may
+  pass ``MAX_TIME_S`` by that span: a flow may start at it).
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ from fabricsim.config.models import Scenario
 from fabricsim.config.roce import RTO_FLOOR_US, dcqcn_ecn_bytes, pause_ps, pfc_thresholds
 from fabricsim.engine_api import ROUTE_KEY_HOSTS, EngineOutput, collector_paused, wire_bytes
 from fabricsim.errors import ConfigError, EngineRefusal
+from fabricsim.flowsim.engine import slowest_rate_bps
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
 from fabricsim.lb.reps import exploration_window_packets
+from fabricsim.metrics.summaries import reason_of_flows
 from fabricsim.nic.nic import Nic
 from fabricsim.nic.pdc import MonitorLog, NicEnv, Pdc, RocePdc
 from fabricsim.packetsim import records as rec
@@ -79,7 +82,11 @@ from fabricsim.units import (
 from fabricsim.workloads.base import FlowTable
 
 MAX_TIME_PS = s_to_ps(MAX_TIME_S)
-"""No simulated time goes past this (1e18 ps: inside int64, where the outputs keep times)."""
+"""No input time goes past this (1e18 ps: inside int64, where the outputs keep times)."""
+
+LIMIT_MAX_PS = 4 * MAX_TIME_PS
+"""No run goes past this: a flow may start at ``MAX_TIME_S`` and still have its automatic
+time to finish (4e18 ps: inside int64, 2**63 = 9.2e18, with room for a last event's delay)."""
 
 
 def time_ps(value_s: float, key: str) -> int:
@@ -428,7 +435,7 @@ class PacketEngine:
         return ps_to_s(self.sim.now)
 
     def schedule(self, at_s: float, callback: Callable[[], None]) -> None:
-        if not at_s <= MAX_TIME_S:  # never due: no run goes past MAX_TIME_S (inf and NaN too)
+        if not at_s <= ps_to_s(LIMIT_MAX_PS):  # never due: no run goes past it (inf, NaN too)
             return
         self.sim.at(s_to_ps(at_s), lambda _: callback())
 
@@ -506,19 +513,22 @@ class PacketEngine:
 
     # -- run -----------------------------------------------------------------------------------
     def time_limit_ps(self) -> int:
-        """The simulated-time limit (``engine.time_limit_s`` or the automatic bound)."""
+        """The simulated-time limit (``engine.time_limit_s`` or the automatic bound): the
+        last start + 4 x all wire bytes at the slowest working link's rate (degraded, core
+        and NVLink links included) + 1 ms + the full RTO backoff, at most
+        :data:`LIMIT_MAX_PS`."""
         if self.sc.engine.time_limit_s is not None:
             return time_ps(self.sc.engine.time_limit_s, "engine.time_limit_s")
-        f, fab = self.flows, self.fabric
-        rate = float(np.min(fab.link_rate_bps[fab.host_uplink]))
+        f = self.flows
+        rate = slowest_rate_bps(self.fabric, f.extra.get("rate_cap_bps"))
         total = sum(wire_bytes(int(s), self.mss, self.hdr) for s in f.size_bytes)
         last = float(np.max(f.start_s, initial=0.0))
         tries = self.sc.nic.max_retries + 1
         backoff = self.rto_ps * (2**tries if self.sc.nic.rto_backoff else tries)
         span_s = last + 4 * total * 8 / rate + 1e-3 if rate > 0 else math.inf
-        if not span_s <= MAX_TIME_S:  # a run never goes past MAX_TIME_S (int64 picoseconds)
-            return MAX_TIME_PS
-        return min(s_to_ps(span_s) + backoff, MAX_TIME_PS)
+        if not span_s <= ps_to_s(LIMIT_MAX_PS):  # int64 picoseconds hold the clock
+            return LIMIT_MAX_PS
+        return min(s_to_ps(span_s) + backoff, LIMIT_MAX_PS)
 
     def run(self) -> EngineOutput:
         wall0 = time.perf_counter()
@@ -530,39 +540,50 @@ class PacketEngine:
                 self.dependents[d].append(flow)
             if not dep:
                 self.sim.at(s_to_ps(float(f.start_s[flow])), self._arrive, flow)
-        if self.sampler is not None:
-            self.sampler.start()
         limit = self.time_limit_ps()
         with collector_paused():
-            if self.progress is None:
+            if self.progress is None and self.sampler is None:
                 self.sim.run(limit)
             else:
-                self._run_reporting(limit, self.progress)
-        return self._output(time.perf_counter() - wall0)
+                self._run_slices(limit, self.progress)
+        return self._output(time.perf_counter() - wall0, limit)
 
-    def _run_reporting(self, limit: int, progress: Callable[[float], None]) -> None:
-        """:meth:`Sim.run` in slices of simulated time, calling ``progress`` between them.
+    def _run_slices(self, limit: int, progress: Callable[[float], None] | None) -> None:
+        """:meth:`Sim.run` in slices of simulated time: the timeline samples between them,
+        and ``progress`` calls.
 
         The events and their order are those of one ``run(limit)``: a slice stops before the
-        first event past its end, and the next starts there.  A slice's length adapts so
+        first event past its end, and the next starts there; the records put nothing on the
+        calendar, so they never move the end of the run.  A progress slice's length adapts so
         each takes 0.05-0.3 s of wall time; ``progress`` is called at most every 0.1 s.
         """
-        sim = self.sim
+        sim, sampler = self.sim, self.sampler
         step, last_call = PS_PER_US, 0.0
-        end = sim.now
+        mark = min(limit, sim.now + step)  # the end of the current progress slice
         while True:
-            end = min(limit, end + step)
+            tick = sampler.next_ps if sampler is not None else None
+            end = min(limit, mark if progress is not None else limit)
+            if tick is not None:
+                end = min(end, tick)
             sim.stopped = False
             w0 = time.perf_counter()
             sim.run(end)
             w1 = time.perf_counter()
-            if not sim.stopped or end >= limit:
+            drained = not sim.stopped  # no event left: the run ended before ``end``
+            if sampler is not None and tick is not None and tick <= limit:
+                if drained or end == tick:  # the last sample after the end, as a drop to idle
+                    sampler.sample(tick, last=drained)
+            if drained or end >= limit:
                 break  # no event left, or the run's own limit cut it (``stopped`` stays set)
-            step = step * 2 if w1 - w0 < 0.05 else max(1, step // 2) if w1 - w0 > 0.3 else step
-            if w1 - last_call >= 0.1:
-                progress(ps_to_s(sim.now))
-                last_call = w1
-        progress(ps_to_s(sim.now))
+            if progress is not None and end == mark:
+                d = w1 - w0
+                step = step * 2 if d < 0.05 else max(1, step // 2) if d > 0.3 else step
+                mark = min(limit, mark + step)
+                if w1 - last_call >= 0.1:
+                    progress(ps_to_s(sim.now))
+                    last_call = w1
+        if progress is not None:
+            progress(ps_to_s(sim.now))
 
     # -- output --------------------------------------------------------------------------------
     def _flow_path(self, flow: int) -> str:
@@ -615,7 +636,24 @@ class PacketEngine:
             out["pfc_paused_s"] = ps_to_s(sum(p.paused_ps(now) for p in self.ports))
         return out
 
-    def _output(self, wall: float) -> EngineOutput:
+    def _not_completed_reason(self, limit: int) -> str | None:
+        """Why the unfinished flows did not complete (``None`` if every flow did)."""
+        names, ports = self.fabric.link_names, self.ports
+        cut = f"time limit {ps_to_s(limit):g} s reached" if self.sim.stopped else None
+
+        def why(flow: int) -> tuple[str | None, list[str]]:
+            pdcs = self.pdcs[flow]
+            crossed = dict.fromkeys(x for p in pdcs for r in p.routes_used for x in r.links)
+            dead = [names[x] for x in crossed if ports[x].failed]
+            if self.failed[flow]:
+                return "retries exhausted", dead
+            if not pdcs and self.waiting[flow] > 0:
+                return cut or "waiting on flows that did not complete", dead
+            return cut, dead
+
+        return reason_of_flows(why(f) for f in np.flatnonzero(self.finish_ps < 0).tolist())
+
+    def _output(self, wall: float, limit: int) -> EngineOutput:
         f = self.flows
         n = len(f)
         done = self.finish_ps >= 0
@@ -635,7 +673,9 @@ class PacketEngine:
         )
         summary: dict[str, Any] = self.counters()
         summary["sim_end_s"] = ps_to_s(self.sim.now)
-        summary["time_limit_reached"] = bool(self.sim.stopped)
+        # the limit ended the run with flows still going (not after the last one, on a timer)
+        summary["time_limit_reached"] = bool(self.sim.stopped and np.any(~done & ~self.failed))
+        summary["not_completed_reason"] = self._not_completed_reason(limit)
         summary["spine_peak_flows"] = self._spine_peaks()
         if self.sc.switch.load_balancing_method == "flowlet":
             summary["switch_flowlets"] = sum(

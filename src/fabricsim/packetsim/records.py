@@ -159,6 +159,13 @@ class TimelineSampler:
     Links that stay idle with empty queues are left out (a row is kept for the first idle
     sample after activity, so drops to zero show).  With PFC a ``paused`` column gives the
     fraction of the interval the link's port was paused.
+
+    The sampler observes; it never puts an event on the calendar: the engine runs the
+    calendar up to each sample time (:meth:`next_ps`) and calls :meth:`sample` there, so a
+    run with timelines has the events, the end and the results of one without.  Samples fall
+    every interval while flows are unresolved; the last is the first after that (or, if the
+    calendar empties first, the next sample time within the run's limit), so the drop to
+    idle shows.
     """
 
     def __init__(
@@ -184,11 +191,12 @@ class TimelineSampler:
         self.last_paused = [0] * len(ports)
         self.paused_col = array("d")
 
-    def start(self) -> None:
-        self.sim.at(self.interval, self.sample)
+        self.next_ps: int | None = interval_ps
+        """The next sample time, ps (``None``: sampling ended)."""
 
-    def sample(self, _: Any = None) -> None:
-        now = self.sim.now
+    def sample(self, now: int, last: bool = False) -> None:
+        """Sample at ``now`` (ps, every event up to it processed); the next sample is one
+        interval on while flows are unresolved and the run goes on (not ``last``)."""
         t_s = ps_to_s(float(now))  # float(): float division, as before, past 2**53 ps too
         secs = ps_to_s(float(self.interval))
         nominal = self.fabric.link_nominal_bps
@@ -232,8 +240,7 @@ class TimelineSampler:
                 "(engine.max_memory_gb); use a larger records.timeline_interval_us, "
                 "records.timelines=false or a larger engine.max_memory_gb"
             )
-        if self.alive():
-            self.sim.at(now + self.interval, self.sample)
+        self.next_ps = now + self.interval if self.alive() and not last else None
 
     def tables(self) -> dict[str, pd.DataFrame]:
         names = self.fabric.link_names
