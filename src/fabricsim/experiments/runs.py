@@ -5,7 +5,8 @@
 :mod:`~fabricsim.experiments.backend` interface with the signals deferred while workers
 start, so every worker is one the pool knows of and can stop.  On any exception, Ctrl-C or
 SIGTERM (raised as KeyboardInterrupt within :func:`run_tasks`) the backend is cancelled and
-its workers are terminated before the exception goes on.
+its workers are terminated before the exception goes on.  Under the command line, a worker
+shows warnings as the command line does (one plain line, :class:`~fabricsim.errors.PlainWarnings`).
 
 Examples
 --------
@@ -15,9 +16,11 @@ Examples
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from fabricsim.errors import install_plain_warnings, plain_warnings_on
 from fabricsim.experiments.backend import open_backend, signals_deferred, sigterm_as_interrupt
 
 Task = dict[str, Any]
@@ -72,8 +75,16 @@ def run_tasks(
 
 def submit_all(backend: Any, fn: Callable[[Task], Any], tasks: Sequence[Task]) -> list[Any]:
     """Submit every task (signals held meanwhile: a worker started is one the pool can stop)."""
+    call = functools.partial(_task, fn, plain_warnings_on())
     with signals_deferred():
-        return [backend.submit(fn, task) for task in tasks]
+        return [backend.submit(call, task) for task in tasks]
+
+
+def _task(fn: Callable[[Task], Any], plain_warnings: bool, task: Task) -> Any:
+    """``fn(task)`` in a worker, with its warnings shown as the driver shows them."""
+    if plain_warnings:
+        install_plain_warnings()
+    return fn(task)
 
 
 def completed(
