@@ -64,14 +64,19 @@ STORAGE_ERRNOS: dict[int, str] = {
 """The ``errno`` values that are the machine's refusal to store a file, and how to say them."""
 
 
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+"""Of :data:`STORAGE_ERRNOS`, those only a write meets (EACCES and EPERM may be a read)."""
+
+
 def storage_problem(exc: BaseException, what: str | os.PathLike[str] | None) -> str | None:
     """One line for an :class:`OSError` that is the machine's refusal to store ``what``
-    (``None`` if ``exc`` is another error)."""
+    (``None``: what ``exc`` names); ``None`` if ``exc`` is another error."""
     if not isinstance(exc, OSError) or exc.errno not in STORAGE_ERRNOS:
         return None
     said = STORAGE_ERRNOS[exc.errno]
-    target = os.fspath(what) if what is not None else exc.filename
-    return f"{said} writing {os.fsdecode(target)}" if target else said
+    if what is not None:
+        return f"{said} writing {os.fspath(what)}"
+    return f"{said}: {os.fsdecode(exc.filename)}" if exc.filename else said
 
 
 def as_storage_error(exc: BaseException, what: str | os.PathLike[str] | None) -> BaseException:

@@ -26,8 +26,15 @@ from typer.models import CommandInfo
 
 from fabricsim import __version__
 from fabricsim._core_build import core_mode
-from fabricsim.errors import ConfigError, PlainWarnings, Terminated, storage_problem
-from fabricsim.metrics.outdir import release_claims
+from fabricsim.errors import (
+    WRITE_ERRNOS,
+    ConfigError,
+    PlainWarnings,
+    StorageError,
+    Terminated,
+    storage_problem,
+)
+from fabricsim.metrics.outdir import claimed, release_claims
 
 try:  # typer >= 0.20 vendors click
     from typer._click import Command
@@ -242,6 +249,9 @@ def _run_command(words: list[str], outcome: dict[str, bool], debug: bool) -> int
     except ConfigError as exc:  # one line per problem (a scenario file may have several)
         typer.echo("\n".join(f"error: {line}" for line in str(exc).splitlines() or [""]), err=True)
         return 2
+    except StorageError as exc:  # the machine refused to store the output: one line
+        typer.echo(f"error: {exc}", err=True)
+        return 2
     except (KeyboardInterrupt, typer.Abort):
         return 130
     except click_exc.UsageError as exc:
@@ -260,7 +270,9 @@ def _run_command(words: list[str], outcome: dict[str, bool], debug: bool) -> int
         )
         return 1
     except Exception as exc:  # noqa: BLE001 - the contract: one line, exit 1
-        line = storage_problem(exc, None)  # a full disk, a read-only file system, ...
+        out = claimed()  # a full disk, a read-only file system, ...: name the --out
+        writing = len(out) == 1 and getattr(exc, "errno", None) in WRITE_ERRNOS
+        line = storage_problem(exc, out[0] if writing else None)
         if line is not None:
             typer.echo(f"error: {line}", err=True)
             return 2

@@ -353,8 +353,10 @@ class OutLock:
     """This process's lock on one output directory (from :func:`claim`); re-entrant: each
     :func:`claim` of the same directory is matched by one :meth:`release`."""
 
-    def __init__(self, key: str, fd: int, path: Path | None, created: list[Path]) -> None:
-        self.key, self.fd, self.path, self.created = key, fd, path, created
+    def __init__(
+        self, key: str, fd: int, path: Path | None, created: list[Path], given: str
+    ) -> None:
+        self.key, self.fd, self.path, self.created, self.given = key, fd, path, created, given
         self.count = 1
 
     def release(self) -> None:
@@ -416,7 +418,7 @@ def claim(
             with contextlib.suppress(OSError):
                 d.rmdir()
         raise
-    lock = OutLock(str(target), fd, where, created)
+    lock = OutLock(str(target), fd, where, created, shown)
     _HELD[lock.key] = lock
     return lock
 
@@ -475,6 +477,11 @@ def claim_out_dir(
     target = check_out_dir(path, kind, option=option)
     _CLAIMED.append(claim(target, option=option, given=os.fspath(path)))  # type: ignore[arg-type]
     return target
+
+
+def claimed() -> list[str]:
+    """The directories :func:`claim_out_dir` holds, as the user named them."""
+    return [c.given for c in _CLAIMED]
 
 
 def release_claims() -> None:
