@@ -135,10 +135,3 @@ class PlainWarnings:
 def plain_warnings_on() -> bool:
     """Whether this process shows warnings as :class:`PlainWarnings` (the command line's)."""
     return isinstance(warnings.showwarning, PlainWarnings)
-
-
-def install_plain_warnings() -> None:
-    """In this process, show every warning as one plain line (the command line's worker
-    processes; a Python API user keeps Python's usual warnings)."""
-    if not plain_warnings_on():
-        warnings.showwarning = PlainWarnings()
