@@ -442,3 +442,33 @@ def test_a_save_refuses_a_directory_another_process_writes(tmp_path: Path) -> No
     assert not (tmp_path / "D").exists()
     res.save(tmp_path / "D")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["D"]
+
+
+def test_a_directory_whose_parent_cannot_hold_the_lock_file_is_locked_itself(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A sweep may resume in a directory under a read-only parent: the lock is then taken on
+    the directory itself (root ignores the mode bits, so the refusal is injected)."""
+    import fcntl
+
+    d = tmp_path / "S"
+    d.mkdir()
+    real_open = os.open
+
+    def no_lock_file(path, *args, **kwargs):
+        if str(path).endswith(".fabricsim-lock"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(outdir.os, "open", no_lock_file)
+    lock = outdir.claim(d)
+    try:
+        other = real_open(d, os.O_RDONLY)  # another open file description: as another process
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(other)
+    finally:
+        lock.release()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["S"]
