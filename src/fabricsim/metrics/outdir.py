@@ -431,11 +431,12 @@ def _locked_fd(target: Path, option: str, shown: str) -> tuple[int, Path | None]
         try:
             fd = os.open(where, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError:  # a read-only parent (a sweep may resume there): the directory itself
-            if not target.is_dir():
+            try:
+                fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:  # not there (or not ours): nothing to lock
                 return -1, None
-            fd, where_now = os.open(target, os.O_RDONLY | os.O_CLOEXEC), None
             _flock_or_refuse(fd, None, option, shown)
-            return fd, where_now
+            return fd, None
         _flock_or_refuse(fd, where, option, shown)
         try:
             same = os.path.samestat(os.fstat(fd), os.stat(where))
@@ -450,16 +451,18 @@ def _locked_fd(target: Path, option: str, shown: str) -> tuple[int, Path | None]
 
 
 def _flock_or_refuse(fd: int, where: Path | None, option: str, shown: str) -> None:
+    """Lock ``fd`` or refuse: another process holds it.  A file system without locks
+    (``ENOLCK``, ...) goes on unlocked, as before locks existed."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return
         holder = ""
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN) and where is not None:
+        if where is not None:
             with contextlib.suppress(OSError, ValueError):
                 holder = f" (pid {int(os.pread(fd, 32, 0).decode().strip())})"
         os.close(fd)
-        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-            raise
         raise _fail(
             option,
             shown,
