@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 import warnings
 from typing import Any
 
@@ -120,8 +121,6 @@ class PlainWarnings:
         if text in self.seen:
             return
         self.seen.add(text)
-        import sys
-
         out = sys.stderr if file is None else file
         if out is None:
             return

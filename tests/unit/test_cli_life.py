@@ -200,3 +200,20 @@ def test_claims_are_released_when_a_command_ends(tmp_path, capsys):
     assert main(["run", "ecmp-collision", "--out", str(tmp_path / "o"), "--quiet"]) == 0
     assert outdir.claimed() == [] and outdir._HELD == {}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]  # the lock file went with it
+
+
+@pytest.mark.parametrize(
+    ("sets", "needle"),
+    [
+        (WARNED[2:6], "REPS's entropy feedback"),
+        (["--set", "lb.policy=qp_scaling", "--set", "nic.pdc_groups_enabled=true",
+          "--set", "nic.packet_spraying_type=none"], "share their PDC group's entropy value"),
+    ],  # fmt: skip
+    ids=["reps with flowlet", "qp_scaling with PDC groups"],
+)
+def test_every_warning_of_the_packet_engine_is_one_plain_line(sets, needle, tmp_path, capsys):
+    """The packet engine's warnings (packetsim/engine.py: every ``warnings.warn`` of fabricsim)."""
+    assert main(["run", "spray-example", *sets, "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("warning: ") and needle in err, err
+    assert "UserWarning" not in err and ".py:" not in err
