@@ -248,7 +248,9 @@ def _assert_terminated(code: int, err: str) -> None:
     assert lines and lines[-1].strip() == "terminated", err
 
 
-TERMINATED = {  # verb -> (argv, its output directory, started work: ready(proc, tmp_path))
+STUDY = ["study", "ark", "--vs", "lb.policy=ecmp,ark", "--grid", "workload.qps=10,20,30",
+         "--seeds", "2", "--workers", "2", "--out", "O", "--quiet"]  # fmt: skip
+TERMINATED = {  # verb -> (argv, at work: ready(proc, tmp_path))
     "run": (
         ["run", "ark", "--set", "workload.requests=400000", "--out", "O", "--quiet"],
         lambda proc, t: _cpu_s(proc.pid) > 2.0,
@@ -258,8 +260,7 @@ TERMINATED = {  # verb -> (argv, its output directory, started work: ready(proc,
         lambda proc, t: _children(proc.pid) >= 4,
     ),
     "study": (
-        ["study", "ark", "--vs", "lb.policy=ecmp,ark", "--grid", "workload.qps=10,20,30",
-         "--seeds", "2", "--workers", "2", "--out", "O", "--quiet"],  # fmt: skip
+        STUDY,
         lambda proc, t: _children(proc.pid) >= 4,
     ),
     "sweep": (

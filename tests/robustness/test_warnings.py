@@ -19,17 +19,20 @@ WARNING = (
     "switches move flows between members at gaps, so REPS's entropy feedback loses its meaning\n"
 )
 
+STUDY = ["study", "spray-example", "--set", "nic.packet_spraying_type=reps",
+         "--vs", "switch.load_balancing_method=flowlet,ecmp", "--seeds", "2", "--workers", "2"]  # fmt: skip
+
 
 @pytest.mark.parametrize(
     "argv",
     [
+        ["run", "spray-example", *WARNS],
         ["sweep", "spray-example", *WARNS, "--grid", "seed=1,2,3,4", "--workers", "2"],
-        ["study", "spray-example", "--set", "nic.packet_spraying_type=reps",
-         "--vs", "switch.load_balancing_method=flowlet,ecmp", "--seeds", "2", "--workers", "2"],
-    ],  # fmt: skip
-    ids=["sweep", "study"],
+        STUDY,
+    ],
+    ids=["run", "sweep", "study"],
 )
-def test_warnings_of_worker_processes_are_one_plain_line_once(argv, tmp_path: Path) -> None:
+def test_a_warning_is_one_plain_line_once_also_from_worker_processes(argv, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": SRC, "PYTHONWARNINGS": ""}
     done = subprocess.run(
         [sys.executable, "-m", "fabricsim", *argv, "--out", "o", "--quiet"],

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -21,7 +19,6 @@ from fabricsim.metrics import outdir
 from fabricsim.metrics.results import Result
 
 VERBS = list(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
-SRC = str(Path(fabricsim.__file__).resolve().parents[1])
 
 
 def _boom(*args, **kwargs):
@@ -157,16 +154,6 @@ WARNING = (
 )
 
 
-def test_a_run_that_warns_prints_exactly_one_plain_line(tmp_path):
-    env = {**os.environ, "PYTHONPATH": SRC, "PYTHONWARNINGS": ""}
-    done = subprocess.run(
-        [sys.executable, "-m", "fabricsim", *WARNED, "--out", "o"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == WARNING
-
-
 def test_the_python_api_keeps_python_warnings_and_main_restores_them(tmp_path, capsys):
     sc = fabricsim.load_scenario("spray-example").with_overrides(
         {"nic.packet_spraying_type": "reps", "switch.load_balancing_method": "flowlet"}
@@ -202,13 +189,16 @@ def test_claims_are_released_when_a_command_ends(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]  # the lock file went with it
 
 
+QP_GROUPS = ["--set", "lb.policy=qp_scaling", "--set", "nic.pdc_groups_enabled=true",
+             "--set", "nic.packet_spraying_type=none"]  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("sets", "needle"),
     [
         (WARNED[2:6], "REPS's entropy feedback"),
-        (["--set", "lb.policy=qp_scaling", "--set", "nic.pdc_groups_enabled=true",
-          "--set", "nic.packet_spraying_type=none"], "share their PDC group's entropy value"),
-    ],  # fmt: skip
+        (QP_GROUPS, "share their PDC group's entropy value"),
+    ],
     ids=["reps with flowlet", "qp_scaling with PDC groups"],
 )
 def test_every_warning_of_the_packet_engine_is_one_plain_line(sets, needle, tmp_path, capsys):
