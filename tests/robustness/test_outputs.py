@@ -472,3 +472,25 @@ def test_a_directory_whose_parent_cannot_hold_the_lock_file_is_locked_itself(
     finally:
         lock.release()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["S"]
+
+
+def test_a_full_disk_mid_sweep_is_one_line_and_leaves_no_half_point(tmp_path: Path, monkeypatch):
+    """The sweep writes its points itself (not through a staging directory): a full disk there
+    is the same one line naming ``--out``, exit 2, and no half-written point or lock is left."""
+    import errno
+
+    real = Path.write_bytes
+
+    def full(self: Path, data: bytes) -> int:
+        if "points" in self.parts:
+            real(self, data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", full)  # in the forked driver (points are its job)
+    argv = [*SWEEP, "--workers", "1", "--quiet"]
+    outcome = run_cli(argv, tmp_path, wall_s=60)
+    assert outcome.code == 2, outcome.stderr
+    assert outcome.stderr == "error: no space left on device writing s\n"
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert [p for p in left if "points" in p or "lock" in p] == [], left
