@@ -234,3 +234,56 @@ def test_stop_pool_ends_the_manager_thread_after_a_worker_died_mid_result(tmp_pa
         pytest.fail("the process hung at exit: the pool's manager thread never ended")
     assert out.decode().strip() == "ended", err.decode()
     assert proc.returncode == 0, err.decode()
+
+
+# -- SIGTERM (issue 37): one behaviour for every verb ---------------------------------------------
+
+
+def _assert_terminated(code: int, err: str) -> None:
+    """``kill PID`` ends any verb as Ctrl-C does, with its own line and code (128 + 15)."""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert "Traceback" not in err, err
+    assert len(lines) <= 2, err
+    assert code == 143, f"exit {code}, stderr: {err!r}"
+    assert lines and lines[-1].strip() == "terminated", err
+
+
+STUDY = ["study", "ark", "--vs", "lb.policy=ecmp,ark", "--grid", "workload.qps=10,20,30",
+         "--seeds", "2", "--workers", "2", "--out", "O", "--quiet"]  # fmt: skip
+TERMINATED = {  # verb -> (argv, at work: ready(proc, tmp_path))
+    "run": (
+        ["run", "ark", "--set", "workload.requests=400000", "--out", "O", "--quiet"],
+        lambda proc, t: _cpu_s(proc.pid) > 2.0,
+    ),
+    "compare": (
+        ["compare", "ark", "--workers", "2", "--out", "O", "--quiet"],
+        lambda proc, t: _children(proc.pid) >= 4,
+    ),
+    "study": (
+        STUDY,
+        lambda proc, t: _children(proc.pid) >= 4,
+    ),
+    "sweep": (
+        [*SWEEP[:-3], "--out", "O", "--quiet"],
+        lambda proc, t: (t / "O" / "manifest.json").exists() and _children(proc.pid) >= 4,
+    ),
+}
+
+
+@pytest.mark.parametrize("verb", sorted(TERMINATED))
+def test_sigterm_ends_every_verb_with_one_line_143_and_nothing_half_written(
+    verb: str, tmp_path: Path
+):
+    argv, ready = TERMINATED[verb]
+    proc = _start(argv, tmp_path)
+    _wait_for(proc, lambda: ready(proc, tmp_path))
+    time.sleep(0.3)  # at work (the workers are running points)
+    os.kill(proc.pid, signal.SIGTERM)  # `kill PID`: the driver only; it stops its workers
+    code, err = _finish(proc)
+    _assert_no_survivors(proc.pid)
+    if verb == "sweep":  # whole points only, resumable; the lock is gone
+        _assert_whole_sweep_or_nothing(tmp_path / "O")
+        assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["O"])
+    else:  # no output, no temporary sibling, no lock file
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+    _assert_terminated(code, err)

@@ -10,8 +10,12 @@ in a forked, resource-limited child (harness.py) and must write nothing.
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +26,7 @@ from fabricsim.errors import ConfigError
 from fabricsim.metrics import outdir
 from fabricsim.metrics.outdir import MARKER, check_out_dir, output_kind, prepare_out_dir
 
+SRC = str(Path(fabricsim.__file__).resolve().parents[1])  # the sources under test, for children
 FAST_S = 5.0  # a refusal comes before any simulation: well under this, even on a busy CI box
 
 COMMANDS: dict[str, list[str]] = {
@@ -340,3 +345,152 @@ def test_check_out_file_api(tmp_path: Path, monkeypatch) -> None:
         check_out_file("afile")
     (tmp_path / "afile").chmod(0o644)
     assert snapshot(tmp_path) == before
+
+
+# -- one writer per output directory (issue 37) ----------------------------------------------------
+
+_HOLD = """
+import sys, time
+from fabricsim.metrics.outdir import claim
+claim(sys.argv[1])
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def _holder(path: Path, cwd: Path) -> subprocess.Popen:
+    """Another process holding the lock of ``path`` (until killed)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(path)], cwd=cwd, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": SRC},
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stdout.readline() == b"held\n", proc.stderr
+    return proc
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    proc.kill()  # SIGKILL: nobody releases the lock but the kernel
+    proc.wait(10)
+
+
+def test_two_runs_into_one_out_the_second_is_refused_while_the_first_goes_on(tmp_path: Path):
+    """Two real ``fabricsim run`` processes: the first holds ``--out``, the second refuses in
+    one line naming the first's pid and writes nothing; once the first is gone (SIGKILL: the
+    kernel drops its lock), the directory can be written again and no lock file is left."""
+    env = {**os.environ, "PYTHONPATH": SRC, "PYTHONUNBUFFERED": "1"}
+    first = subprocess.Popen(
+        [sys.executable, "-m", "fabricsim", "run", "ark", "--set", "workload.requests=400000",
+         "--out", "R", "--quiet"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not outdir.lock_file(tmp_path / "R").exists():
+            assert first.poll() is None and time.monotonic() < deadline, first.stderr
+            time.sleep(0.02)
+        before = snapshot(tmp_path)
+        for argv in (["run", "ecmp-collision"], [*COMMANDS["compare"]]):
+            second = run_cli([*argv, "--out", "R", "--quiet"], tmp_path, wall_s=60)
+            assert_refused(second, before, snapshot(tmp_path), needle="another fabricsim command")
+            assert f"(pid {first.pid})" in second.stderr and "--out R" in second.stderr
+    finally:
+        _kill(first)
+    assert not (tmp_path / "R").exists()
+    again = run_cli(["run", "ecmp-collision", "--out", "R", "--quiet"], tmp_path)
+    assert again.code == 0, again.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["R"]
+
+
+def test_a_busy_sweep_directory_is_refused(tmp_path: Path) -> None:
+    holder = _holder(tmp_path / "s", tmp_path)
+    try:
+        before = snapshot(tmp_path)
+        outcome = run_cli([*SWEEP, "--workers", "1", "--quiet"], tmp_path, wall_s=60)
+        assert_refused(outcome, before, snapshot(tmp_path), needle="another fabricsim command")
+    finally:
+        _kill(holder)
+
+
+def test_claim_is_reentrant_released_and_survives_a_stale_lock_file(tmp_path: Path) -> None:
+    d = tmp_path / "new" / "D"
+    lock = outdir.claim(d)
+    assert outdir.claim(d) is lock and lock.count == 2
+    assert outdir.lock_file(d).read_text() == f"{os.getpid()}\n"
+    lock.release()
+    assert outdir.lock_file(d).exists()
+    lock.release()
+    assert list(tmp_path.iterdir()) == []  # the lock file and the parent made for it are gone
+    holder = _holder(d, tmp_path)  # another process: refused, naming it
+    try:
+        with pytest.raises(ConfigError, match=rf"another fabricsim command \(pid {holder.pid}\)"):
+            outdir.claim(d)
+    finally:
+        _kill(holder)
+    assert outdir.lock_file(d).exists()  # left by the killed holder, its lock gone with it
+    outdir.claim(d).release()
+    assert list(tmp_path.rglob("*")) == [tmp_path / "new"]  # made by the holder: left as it was
+
+
+def test_a_save_refuses_a_directory_another_process_writes(tmp_path: Path) -> None:
+    res = fabricsim.run("ecmp-collision")
+    holder = _holder(tmp_path / "D", tmp_path)
+    try:
+        with pytest.raises(ConfigError, match="another fabricsim command"):
+            res.save(tmp_path / "D")
+    finally:
+        _kill(holder)
+    assert not (tmp_path / "D").exists()
+    res.save(tmp_path / "D")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["D"]
+
+
+def test_a_directory_whose_parent_cannot_hold_the_lock_file_is_locked_itself(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A sweep may resume in a directory under a read-only parent: the lock is then taken on
+    the directory itself (root ignores the mode bits, so the refusal is injected)."""
+    import fcntl
+
+    d = tmp_path / "S"
+    d.mkdir()
+    real_open = os.open
+
+    def no_lock_file(path, *args, **kwargs):
+        if str(path).endswith(".fabricsim-lock"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(outdir.os, "open", no_lock_file)
+    lock = outdir.claim(d)
+    try:
+        other = real_open(d, os.O_RDONLY)  # another open file description: as another process
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(other)
+    finally:
+        lock.release()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["S"]
+
+
+def test_a_full_disk_mid_sweep_is_one_line_and_leaves_no_half_point(tmp_path: Path, monkeypatch):
+    """The sweep writes its points itself (not through a staging directory): a full disk there
+    is the same one line naming ``--out``, exit 2, and no half-written point or lock is left."""
+    import errno
+
+    real = Path.write_bytes
+
+    def full(self: Path, data: bytes) -> int:
+        if "points" in self.parts:
+            real(self, data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", full)  # in the forked driver (points are its job)
+    argv = [*SWEEP, "--workers", "1", "--quiet"]
+    outcome = run_cli(argv, tmp_path, wall_s=60)
+    assert outcome.code == 2, outcome.stderr
+    assert outcome.stderr == "error: no space left on device writing s\n"
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert [p for p in left if "points" in p or "lock" in p] == [], left

@@ -1,6 +1,7 @@
 """Command line: argv -> config -> run.  No model logic lives here.
 
-Exit codes: 0 success, 2 bad input (one line on stderr), 1 internal error, 130 Ctrl-C.
+Exit codes: 0 success, 2 bad input or a refusal of the machine such as a full disk (one line on
+stderr), 1 internal error (``--debug`` shows its traceback), 130 Ctrl-C, 143 SIGTERM.
 
 :mod:`fabricsim.cli.app` holds the typer :data:`app`, the shared option types, :func:`main` and
 :func:`program` (the console script ``fabricsim = "fabricsim.cli:program"``); each verb group is

@@ -1,16 +1,24 @@
 """The typer application, the option types the verbs share, :func:`main` and :func:`program`.
 
-Exit codes: 0 success, 2 bad input (one line on stderr), 1 internal error, 130 Ctrl-C.
+Exit codes: 0 success, 2 bad input or a refusal of the machine (a full disk: one line on
+stderr), 1 internal error (``--debug``: with its traceback), 130 Ctrl-C, 143 SIGTERM.  A
+command's life (:func:`_command_life`): SIGTERM is raised as :class:`~fabricsim.errors.Terminated`
+(so it cleans up as Ctrl-C does), warnings are one plain line, and the ``--out`` the command
+claimed is released however it ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import gc
 import os
 import signal
 import sys
 import threading
+import traceback
+import warnings
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
@@ -18,7 +26,15 @@ from typer.models import CommandInfo
 
 from fabricsim import __version__
 from fabricsim._core_build import core_mode
-from fabricsim.errors import ConfigError
+from fabricsim.errors import (
+    WRITE_ERRNOS,
+    ConfigError,
+    PlainWarnings,
+    StorageError,
+    Terminated,
+    storage_problem,
+)
+from fabricsim.metrics.outdir import claimed, release_claims
 
 try:  # typer >= 0.20 vendors click
     from typer._click import Command
@@ -52,6 +68,18 @@ def with_preset(sets: list[str] | None, preset: str | None) -> list[str]:
     return [*(sets or []), *([f"preset={preset}"] if preset is not None else [])]
 
 
+DEBUG = "--debug"
+"""The global option that shows an internal error's traceback; any verb takes it, before or
+after its own words (:func:`_without_debug` takes it out before the verb is parsed)."""
+
+
+def _without_debug(words: list[str]) -> tuple[list[str], bool]:
+    """``words`` without ``--debug`` (anywhere before a ``--``), and whether it was there."""
+    end = words.index("--") if "--" in words else len(words)
+    kept = [w for w in words[:end] if w != DEBUG]
+    return [*kept, *words[end:]], len(kept) < end
+
+
 def _show_version(value: bool) -> None:
     if value:
         typer.echo(f"fabricsim {__version__} ({core_mode()} packet core)")
@@ -66,18 +94,55 @@ def _options(
             "--version", help="print the version and exit", callback=_show_version, is_eager=True
         ),
     ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            DEBUG, help="print the traceback of an internal error (before or after the verb)"
+        ),
+    ] = False,
 ) -> None:
     """fabricsim: simulate AI data-center fabrics (ECMP, spraying, ARK, UET transport)."""
 
 
-def _interrupted() -> None:
-    """Ctrl-C: one line, and no second traceback if another Ctrl-C arrives while printing."""
+def _interrupted(line: str = "interrupted") -> None:
+    """Ctrl-C (or SIGTERM): one line, and no second traceback if another signal arrives while
+    printing."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        sys.stderr.write("\ninterrupted\n" if sys.stderr.isatty() else "interrupted\n")
+        sys.stderr.write(f"\n{line}\n" if sys.stderr.isatty() else f"{line}\n")
         sys.stderr.flush()
     except OSError:
         pass
+
+
+@contextlib.contextmanager
+def _command_life(state: dict[str, bool]) -> Iterator[None]:
+    """Around one command: SIGTERM raises :class:`Terminated` (once; ``state["terminated"]``
+    says it came), warnings are one plain line, the ``--out`` claimed is released at the end.
+
+    Only in the main thread (signal handlers can be set nowhere else); the previous handler
+    and warning settings come back afterwards (:func:`main` may be called in-process).
+    """
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        if state.get("terminated"):  # cleaning up after the first one: let it finish
+            return
+        state["terminated"] = True
+        raise Terminated
+
+    on_sigterm.raises_terminated = True  # type: ignore[attr-defined]  # (kept by the pools)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        with contextlib.suppress(ValueError, OSError):
+            previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = PlainWarnings()
+            yield
+    finally:
+        release_claims()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,7 +211,7 @@ def _command_for(argv: list[str] | None) -> Command:
     its name, help, ``--version`` and callback.  Otherwise (``--help``, ``--version``, no
     word, an unknown verb and its "did you mean") it is built with every verb, as before.
     """
-    words = sys.argv[1:] if argv is None else argv
+    words = _without_debug(list(sys.argv[1:] if argv is None else argv))[0]
     named = [info for info in app.registered_commands if words and words[0] == _verb(info)]
     if not named:
         return typer.main.get_command(app)
@@ -163,14 +228,31 @@ def _verb(info: CommandInfo) -> str:
 
 def _invoke(argv: list[str] | None, outcome: dict[str, bool]) -> int:
     """:func:`main`; a command may note in ``outcome`` (its context's ``obj``) what it did."""
-    command = _command_for(argv)
+    words, debug = _without_debug(list(sys.argv[1:] if argv is None else argv))
+    state: dict[str, bool] = {}
     try:
-        code = command.main(args=argv, prog_name="fabricsim", standalone_mode=False, obj=outcome)
+        with _command_life(state):
+            code = _run_command(words, outcome, debug)
+    except KeyboardInterrupt:  # a signal between the command's end and the handler's removal
+        code = 130
+    if code == 130:
+        _interrupted("terminated" if state.get("terminated") else "interrupted")
+        return 143 if state.get("terminated") else 130
+    return code
+
+
+def _run_command(words: list[str], outcome: dict[str, bool], debug: bool) -> int:
+    """The command's exit code (130 for Ctrl-C and SIGTERM, said by the caller)."""
+    command = _command_for(words)
+    try:
+        code = command.main(args=words, prog_name="fabricsim", standalone_mode=False, obj=outcome)
     except ConfigError as exc:  # one line per problem (a scenario file may have several)
         typer.echo("\n".join(f"error: {line}" for line in str(exc).splitlines() or [""]), err=True)
         return 2
+    except StorageError as exc:  # the machine refused to store the output: one line
+        typer.echo(f"error: {exc}", err=True)
+        return 2
     except (KeyboardInterrupt, typer.Abort):
-        _interrupted()
         return 130
     except click_exc.UsageError as exc:
         typer.echo(f"error: {exc.format_message()}", err=True)
@@ -188,10 +270,15 @@ def _invoke(argv: list[str] | None, outcome: dict[str, bool]) -> int:
         )
         return 1
     except Exception as exc:  # noqa: BLE001 - the contract: one line, exit 1
-        typer.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
-        if "--debug" in (argv or sys.argv):
-            raise
+        out = claimed()  # a full disk, a read-only file system, ...: name the --out
+        writing = len(out) == 1 and getattr(exc, "errno", None) in WRITE_ERRNOS
+        line = storage_problem(exc, out[0] if writing else None)
+        if line is not None:
+            typer.echo(f"error: {line}", err=True)
+            return 2
+        if debug:
+            traceback.print_exc()
+        hint = "" if debug else f" (run again with {DEBUG} to see where)"
+        typer.echo(f"internal error: {type(exc).__name__}: {exc}{hint}", err=True)
         return 1
-    if code == 130:  # typer turns Ctrl-C into Exit(130) and returns it here
-        _interrupted()
     return code if isinstance(code, int) else 0  # click returns ctx.exit()'s code here

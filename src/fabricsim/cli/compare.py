@@ -12,7 +12,7 @@ from fabricsim._compat import LazyModule
 from fabricsim.cli.app import EngineOpt, PresetOpt, QuietOpt, ScenarioArg, SetOpt, app, with_preset
 from fabricsim.cli.common import engine_option
 from fabricsim.config.loader import load_scenario, parse_set_options
-from fabricsim.metrics.outdir import check_out_dir
+from fabricsim.metrics.outdir import claim_out_dir
 
 if TYPE_CHECKING:
     from fabricsim.experiments import backend
@@ -53,11 +53,12 @@ def compare(
     qp_scaling.
     """
     if out is not None:
-        check_out_dir(out, "compare")  # before loading anything: a bad --out fails at once
+        claim_out_dir(out, "compare")  # before loading anything: a bad --out fails at once
     backend.check_workers(workers)
     sc = load_scenario(scenario)
     chosen = None if methods is None else [m.strip() for m in methods.split(",") if m.strip()]
     target = Path(out) if out is not None else Path("runs") / f"compare-{sc.name}"
+    claim_out_dir(target, "compare")  # held until the command ends
     result = comparison.compare(
         sc,
         engine=engine_option(engine),

@@ -37,7 +37,7 @@ from fabricsim.cli.common import (
 )
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
-from fabricsim.metrics.outdir import check_out_dir
+from fabricsim.metrics.outdir import claim_out_dir
 from fabricsim.metrics.readable import METRIC_LABELS, PRIMARY_MARK, delta_text, summary_rows
 from fabricsim.metrics.results import dumps_json
 from fabricsim.units import human_number, human_share, seconds_unit
@@ -201,12 +201,12 @@ def run(
                 "transfers (kv_cache); name a scenario to run another workload"
             )
         target = out_dir or Path("runs/ark-study")
-        check_out_dir(target, "study")
+        claim_out_dir(target, "study")  # held until the command ends
         default_study(out=target, sets=set_ or [], seed=seed, quiet=quiet)
         return
     sc = scenario_from_options(scenario, with_preset(set_, preset), seed)
     target = out_dir or Path("runs") / f"{sc.name}-{engine or sc.engine.kind}"
-    check_out_dir(target)  # before the run: a bad --out fails in milliseconds
+    claim_out_dir(target)  # before the run: a bad or busy --out fails in milliseconds
     bar = SimBar(f"{sc.name} ({engine or sc.engine.kind})", _is_tty(quiet or as_json))
     single_run(ctx)
     try:

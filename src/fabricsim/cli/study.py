@@ -16,7 +16,7 @@ from fabricsim.cli.common import ProgressBar, engine_option, out_path
 from fabricsim.config.loader import load_scenario, parse_set_options
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.describe import describe_run
-from fabricsim.metrics.outdir import check_out_dir
+from fabricsim.metrics.outdir import claim_out_dir
 from fabricsim.metrics.readable import PRIMARY_MARK, study_point_rows
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def study(
     sets = parse_set_options(with_preset(set_, preset))
     name = load_scenario(scenario).name
     target = out_dir or Path("runs") / f"study-{name}"
-    check_out_dir(target, "study")
+    claim_out_dir(target, "study")  # held until the command ends
     bar = ProgressBar("study", enabled=not quiet and not as_json and sys.stdout.isatty())
     try:
         result = paired.run_paired(

@@ -11,7 +11,7 @@ from fabricsim._compat import LazyModule
 from fabricsim.cli.app import EngineOpt, QuietOpt, ScenarioArg, SetOpt, app
 from fabricsim.cli.common import engine_option
 from fabricsim.errors import ConfigError
-from fabricsim.metrics.outdir import check_out_dir
+from fabricsim.metrics.outdir import claim_out_dir
 
 if TYPE_CHECKING:
     from fabricsim.experiments import backend
@@ -50,7 +50,7 @@ def sweep(
     quiet: QuietOpt = False,
 ) -> None:
     """Run a scenario over a parameter grid x seeds; one result per point, sweep.parquet."""
-    check_out_dir(out, "sweep")  # before planning: a bad --out fails at once
+    claim_out_dir(out, "sweep")  # before planning: a bad or busy --out fails at once
     if workers is not None and scheduler is not None:
         raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")
     backend.check_workers(workers)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from typing import Any
 
-from fabricsim.errors import ConfigError
+from fabricsim.errors import ConfigError, Terminated
 from fabricsim.metrics.outdir import pid_alive
 
 MAX_WORKERS = max(256, 4 * (os.cpu_count() or 1))
@@ -228,13 +228,18 @@ def signals_deferred() -> Iterator[None]:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises KeyboardInterrupt (so cleanup runs as for Ctrl-C)."""
-    if threading.current_thread() is not threading.main_thread():
+    """Within the block, SIGTERM raises :class:`~fabricsim.errors.Terminated` (a
+    KeyboardInterrupt: cleanup runs as for Ctrl-C); the command line's handler, which does
+    so already, is kept."""
+    current = signal.getsignal(signal.SIGTERM)
+    if threading.current_thread() is not threading.main_thread() or getattr(
+        current, "raises_terminated", False
+    ):
         yield
         return
 
     def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+        raise Terminated
 
     try:
         previous = signal.signal(signal.SIGTERM, handler)

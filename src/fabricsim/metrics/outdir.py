@@ -15,7 +15,12 @@ The rules, checked before any simulation starts (:func:`check_out_dir`, writes n
   old output survives and an interrupted save leaves the old output intact;
 * a sweep directory is only resumed by the same sweep (``fabricsim.sweep`` checks its
   manifest); a run, compare or study output never replaces it, and a sweep never goes into a
-  directory that holds another kind of output.
+  directory that holds another kind of output;
+* one process at a time writes an output directory: :func:`claim_out_dir` (the command line,
+  for the whole command) and :meth:`OutDir.staging` (every save) hold an OS lock
+  (``fcntl.flock``) on a file beside it, ``.<name>.fabricsim-lock``; another process is
+  refused in one line.  The kernel releases the lock when its process dies however it ends;
+  the file is deleted when the lock is released.
 
 Outputs written before the marker existed are recognised by their files (``summary.json`` +
 ``config.yaml``: a run; ``manifest.json``: a sweep; ``compare.csv`` + ``runs.csv``: a
@@ -38,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import json
 import os
 import re
@@ -49,11 +55,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabricsim.errors import ConfigError
+from fabricsim.errors import ConfigError, as_storage_error
 
 MARKER = ".fabricsim"
 KINDS = ("run", "compare", "study", "sweep")
 _TMP_TAG = ".fabricsim-"  # temporary siblings: .<name>.fabricsim-new-<pid>-<random>
+_LOCK_TAG = ".fabricsim-lock"  # the lock file beside an output: .<name>.fabricsim-lock
 
 _LEGACY = (  # (kind, files that together identify an output written before the marker)
     ("sweep", ("manifest.json",)),
@@ -275,8 +282,25 @@ class OutDir:
         with the old output (atomically where the OS can: ``renameat2(RENAME_EXCHANGE)``) and
         the old output deleted.  On any exception (``KeyboardInterrupt`` included) the
         temporary directory is deleted, directories created for it are removed again, and a
-        previous output is left as it was.
+        previous output is left as it was.  The directory's lock (:func:`claim`) is held
+        meanwhile.  An :class:`OSError` that is the machine's refusal to store (a full disk,
+        EACCES, EROFS, ...) comes out as a :class:`~fabricsim.errors.StorageError` naming the
+        directory.
         """
+        lock = claim(self.path, option=self.option, given=self.given)
+        try:
+            with self._swapped() as tmp:
+                yield tmp
+        except OSError as exc:  # a full disk, a read-only file system: one line, exit 2
+            err = as_storage_error(exc, self.given or self.path)
+            if err is exc:
+                raise
+            raise err from exc
+        finally:
+            lock.release()
+
+    @contextlib.contextmanager
+    def _swapped(self) -> Iterator[Path]:
         created = _make_parents(self.path.parent, self.option, self.given)
         tmp: Path | None = None
         try:
@@ -320,6 +344,153 @@ def replacing(
     """``prepare_out_dir(path, kind).staging()`` in one call."""
     with prepare_out_dir(path, kind, option=option).staging() as tmp:
         yield tmp
+
+
+# -- one writer per output directory ---------------------------------------------------------
+
+
+class OutLock:
+    """This process's lock on one output directory (from :func:`claim`); re-entrant: each
+    :func:`claim` of the same directory is matched by one :meth:`release`."""
+
+    def __init__(
+        self, key: str, fd: int, path: Path | None, created: list[Path], given: str
+    ) -> None:
+        self.key, self.fd, self.path, self.created, self.given = key, fd, path, created, given
+        self.count = 1
+
+    def release(self) -> None:
+        """Release one claim; the last one deletes the lock file (while still holding the
+        lock: see :func:`claim`), closes it and removes the directories made for it."""
+        self.count -= 1
+        if self.count > 0:
+            return
+        _HELD.pop(self.key, None)
+        if self.path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+        for d in reversed(self.created):  # empty again unless the output went there
+            with contextlib.suppress(OSError):
+                d.rmdir()
+
+
+_HELD: dict[str, OutLock] = {}  # absolute directory -> this process's lock on it
+_CLAIMED: list[OutLock] = []  # what claim_out_dir took, released by release_claims
+
+
+def lock_file(directory: Path) -> Path:
+    """The lock file of output directory ``directory``: beside it, so it survives the swap."""
+    return directory.parent / f".{directory.name}{_LOCK_TAG}"
+
+
+def claim(
+    path: str | os.PathLike[str], *, option: str = "--out", given: str | None = None
+) -> OutLock:
+    """Lock output directory ``path`` for this process, or refuse in one line if another
+    process holds it.
+
+    The lock is ``flock(LOCK_EX | LOCK_NB)`` on :func:`lock_file` (missing parent directories
+    are made for it and removed again on release if still empty); the holder's pid is written
+    in it for the refusal.  The kernel drops the lock when the holder dies (SIGKILL included);
+    a stale file is simply locked again.  The holder deletes the file before it unlocks, so a
+    process that locked a file no longer at the path (the inode differs) tries again.  A
+    directory whose parent cannot hold the file (read-only) is locked itself if it exists.
+
+    Raises
+    ------
+    ConfigError
+        ``option given: another fabricsim command (pid N) is writing this directory; ...``
+    """
+    target = Path(os.path.abspath(path))
+    held = _HELD.get(str(target))
+    if held is not None:
+        held.count += 1
+        return held
+    shown = os.fspath(path) if given is None else given
+    created = _make_parents(target.parent, option, shown)
+    try:
+        fd, where = _locked_fd(target, option, shown)
+    except BaseException:
+        for d in reversed(created):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+    lock = OutLock(str(target), fd, where, created, shown)
+    _HELD[lock.key] = lock
+    return lock
+
+
+def _locked_fd(target: Path, option: str, shown: str) -> tuple[int, Path | None]:
+    """A descriptor holding the lock of ``target``, and the lock file (None: the directory
+    itself, or -1 and None when nothing can be locked)."""
+    where = lock_file(target)
+    while True:
+        try:
+            fd = os.open(where, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError:  # a read-only parent (a sweep may resume there): the directory itself
+            try:
+                fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:  # not there (or not ours): nothing to lock
+                return -1, None
+            _flock_or_refuse(fd, None, option, shown)
+            return fd, None
+        _flock_or_refuse(fd, where, option, shown)
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(where))
+        except OSError:
+            same = False
+        if same:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            return fd, where
+        os.close(fd)  # its holder deleted it as we locked it: lock the new file
+
+
+def _flock_or_refuse(fd: int, where: Path | None, option: str, shown: str) -> None:
+    """Lock ``fd`` or refuse: another process holds it.  A file system without locks
+    (``ENOLCK``, ...) goes on unlocked, as before locks existed."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return
+        holder = ""
+        if where is not None:
+            with contextlib.suppress(OSError, ValueError):
+                holder = f" (pid {int(os.pread(fd, 32, 0).decode().strip())})"
+        os.close(fd)
+        raise _fail(
+            option,
+            shown,
+            f"another fabricsim command{holder} is writing this directory; wait for it to "
+            "end or name another directory",
+        ) from None
+
+
+def claim_out_dir(
+    path: str | os.PathLike[str] | None, kind: str = "run", *, option: str = "--out"
+) -> Path:
+    """:func:`check_out_dir`, then :func:`claim` the directory until :func:`release_claims`
+    (the command line holds its ``--out`` for the whole command: a second command with the
+    same ``--out`` is refused at once instead of replacing the first one's output)."""
+    target = check_out_dir(path, kind, option=option)
+    _CLAIMED.append(claim(target, option=option, given=os.fspath(path)))  # type: ignore[arg-type]
+    return target
+
+
+def claimed() -> list[str]:
+    """The directories :func:`claim_out_dir` holds, as the user named them."""
+    return [c.given for c in _CLAIMED]
+
+
+def release_claims() -> None:
+    """Release every claim :func:`claim_out_dir` took (the command line, when a command ends)."""
+    while _CLAIMED:
+        _CLAIMED.pop().release()
 
 
 def make_sweep_dir(path: Path) -> list[Path]:
