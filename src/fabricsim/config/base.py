@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, model_validator
+
+BOOL_WORDS = (("on", "off"), ("yes", "no"), ("true", "false"))
+"""Word pairs YAML 1.1 reads as booleans: a field whose allowed names include a pair takes the
+boolean as that name (``pacing_acks: on`` is ``True`` once parsed, and means ``'on'``)."""
 
 
 def _takes_bool(annotation: Any) -> bool:
     return annotation is bool or any(_takes_bool(a) for a in get_args(annotation))
+
+
+def _literal_values(annotation: Any) -> set[Any]:
+    if get_origin(annotation) is Literal:
+        return set(get_args(annotation))
+    return {v for a in get_args(annotation) for v in _literal_values(a)}
+
+
+def _bool_as_word(annotation: Any, value: bool) -> str | None:
+    """The name a YAML 1.1 boolean stands for in a field of names (None: no such pair)."""
+    names = _literal_values(annotation)
+    for yes, no in BOOL_WORDS:
+        if yes in names and no in names:
+            return yes if value else no
+    return None
 
 
 class StrictModel(BaseModel):
@@ -29,6 +48,8 @@ class StrictModel(BaseModel):
             return data
         fields = cls.model_fields
         aliases = {f.alias: name for name, f in fields.items() if f.alias}
+        _no_key_twice(data, aliases)
+        words: dict[str, str] = {}
         for key, value in data.items():
             name = aliases.get(key, key)
             if (
@@ -36,9 +57,24 @@ class StrictModel(BaseModel):
                 and name in fields
                 and not _takes_bool(fields[name].annotation)
             ):
-                raise ValueError(f"{name}: must be a number or a name, not {str(value).lower()}")
-        return data
+                word = _bool_as_word(fields[name].annotation, value)
+                if word is None:
+                    raise ValueError(
+                        f"{name}: must be a number or a name, not {str(value).lower()}"
+                    )
+                words[key] = word
+        return {**data, **words} if words else data
 
     def _derive(self, name: str, value: Any) -> None:
         """Set a field derived from others without marking it as set by the user."""
         self.__dict__[name] = value
+
+
+def _no_key_twice(data: dict[Any, Any], aliases: dict[str, str]) -> None:
+    """A key given under both its names (``EntropyMaskBits`` and ``entropy_mask_bits``)."""
+    for alias, name in aliases.items():
+        if alias in data and name in data:
+            raise ValueError(
+                f"{name}: the same key given twice, under its two names ({alias} and {name}); "
+                "keep one"
+            )
