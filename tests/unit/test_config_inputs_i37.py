@@ -76,3 +76,45 @@ def test_mistyped_mid_run_failure_link_is_named_before_the_run():
     )
     with pytest.raises(ConfigError, match="did you mean 'agg0_0->core0'"):
         build_fabric(sc.topology)
+
+
+# -- PFC settings that cannot work ----------------------------------------------------------
+SPRAY = load_scenario("spray-example")  # 400 Gbps, 1 us links, 4096 + 88 B packets
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        ({"switch.pfc": True, "switch.buffer_bytes": 100}, "switch.buffer_bytes: must be >="),
+        (
+            {"switch.pfc": True, "switch.pfc_xoff_bytes": 5000, "switch.pfc_xon_bytes": 9000},
+            "pfc_xon_bytes (9000) must be <= pfc_xoff_bytes (5000)",
+        ),
+        (
+            {"switch.pfc": True, "switch.buffer_bytes": 200_000, "switch.pfc_xon_bytes": 90_000},
+            "switch.pfc_xon_bytes: must be <= PFC's XOFF",
+        ),
+        (
+            {"switch.pfc": True, "switch.buffer_bytes": 200_000, "switch.pfc_xoff_bytes": 150_000},
+            "switch.buffer_bytes: must be >=",
+        ),
+        ({"nic.transport": "roce", "switch.buffer_bytes": 400_000}, "switch.buffer_bytes"),
+    ],
+)
+def test_pfc_settings_that_cannot_work_are_refused(overrides, needle):
+    with pytest.raises(ConfigError) as err:
+        SPRAY.with_overrides(overrides)
+    assert needle in str(err.value)
+    assert len(str(err.value).splitlines()) == 1
+
+
+def test_pfc_buffer_bound_is_exactly_xoff_plus_headroom():
+    from fabricsim.config.roce import pfc_thresholds
+
+    off, _, room = pfc_thresholds(0, 400e9, 1_000_000, 4184, None, None, None)
+    ok = SPRAY.with_overrides({"switch.pfc": True, "switch.buffer_bytes": 2 * 4184 + room})
+    assert ok.switch.buffer_bytes == off + room
+    with pytest.raises(ConfigError, match=f"= {off + room} bytes at 400 Gbps"):
+        SPRAY.with_overrides({"switch.pfc": True, "switch.buffer_bytes": off + room - 1})
+    # without PFC any buffer of at least a byte is a lossy port's business
+    assert SPRAY.with_overrides({"switch.buffer_bytes": 100}).switch.buffer_bytes == 100

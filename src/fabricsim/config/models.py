@@ -27,9 +27,15 @@ from fabricsim.config.base import StrictModel
 from fabricsim.config.names import RegisteredName, has_trait
 from fabricsim.config.nscc import NsccConfig
 from fabricsim.config.overrides import apply_overrides
-from fabricsim.config.roce import ECN_MAX_PROB, DcqcnConfig, RoceConfig
+from fabricsim.config.roce import (
+    ECN_MAX_PROB,
+    DcqcnConfig,
+    RoceConfig,
+    dcqcn_ecn_bytes,
+    pfc_buffer_problem,
+)
 from fabricsim.config.workloads import WorkloadConfig
-from fabricsim.units import MAX_TIME_S
+from fabricsim.units import MAX_TIME_S, gbps_to_bps, us_to_ps
 
 # The trait of an lb.policy that gives each flow (or connection) one path (declared by the policy
 # in fabricsim.lb): under it, a scenario that does not set nic.packet_spraying_type gets ``none``
@@ -530,6 +536,16 @@ class SwitchConfig(_Model):
         return self
 
     @model_validator(mode="after")
+    def _pfc_ordered(self) -> SwitchConfig:
+        lo, hi = self.pfc_xon_bytes, self.pfc_xoff_bytes
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError(
+                f"pfc_xon_bytes ({lo}) must be <= pfc_xoff_bytes ({hi}): a paused sender "
+                "resumes at or below the pause threshold"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _ecn_ordered(self) -> SwitchConfig:
         lo, hi = self.ecn_min_bytes, self.ecn_max_bytes
         if lo is not None and hi is not None and lo > hi:
@@ -620,6 +636,34 @@ class Scenario(_Model):
                 "nic.cc: dcqcn reacts to CNPs, which only the RoCE receiver sends; set "
                 "nic.transport=roce (or another nic.cc)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _pfc_fits_the_buffer(self) -> Scenario:
+        """With PFC on and ``switch.buffer_bytes`` given, the buffer must hold XOFF + headroom
+        at the fastest link into a switch (:func:`fabricsim.config.roce.pfc_buffer_problem`)."""
+        sw, topo, nic = self.switch, self.topology, self.nic
+        if not sw.pfc or sw.buffer_bytes is None or sw.pfc_dynamic_alpha is not None:
+            return self
+        rates = [topo.host_link_gbps, topo.fabric_link_gbps, topo.core_link_gbps or 0.0]
+        given = topo.host_nic_gbps or []
+        rates += list(given.values() if isinstance(given, dict) else given)
+        rate = gbps_to_bps(max(rates))
+        ecn = sw.ecn_max_bytes
+        if nic.transport == "roce" and ecn is None:
+            ecn = dcqcn_ecn_bytes(rate)[1]
+        problem = pfc_buffer_problem(
+            sw.buffer_bytes,
+            rate,
+            us_to_ps(topo.link_delay_us),
+            nic.rdma_data_mss + nic.header_bytes,
+            sw.pfc_xoff_bytes,
+            sw.pfc_xon_bytes,
+            sw.pfc_headroom_bytes,
+            ecn if nic.transport == "roce" else None,
+        )
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     _varied_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)
