@@ -118,3 +118,62 @@ def test_pfc_buffer_bound_is_exactly_xoff_plus_headroom():
         SPRAY.with_overrides({"switch.pfc": True, "switch.buffer_bytes": off + room - 1})
     # without PFC any buffer of at least a byte is a lossy port's business
     assert SPRAY.with_overrides({"switch.buffer_bytes": 100}).switch.buffer_bytes == 100
+
+
+# -- unit suffixes ---------------------------------------------------------------------------
+ECMP = load_scenario("ecmp-collision")
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "value"),
+    [
+        ("workload.size_bytes", "4MB", 4_000_000),
+        ("workload.size_bytes", "4MiB", 4 * 1024**2),
+        ("workload.size_bytes", "4 kB", 4000),
+        ("workload.size_bytes", "1.5KiB", 1536),
+        ("topology.link_gbps", "100Gbps", 100.0),
+        ("topology.fabric_link_gbps", "400Mbps", 0.4),
+        ("topology.host_link_gbps", "1.6Tbps", 1600.0),
+        ("topology.link_delay_us", "1us", 1.0),
+        ("topology.link_delay_us", "500ns", 0.5),
+        ("topology.link_delay_us", "2ms", 2000.0),
+        ("engine.time_limit_s", "1ms", 0.001),
+        ("engine.max_memory_gb", "512MB", 0.512),
+        ("workload.size_bytes", 4096, 4096),  # a plain number keeps its meaning
+        ("topology.link_delay_us", 1.5, 1.5),
+    ],
+)
+def test_unit_suffixes_through_set(key, raw, value):
+    sc = ECMP.with_overrides(parse_set_options([f"{key}={raw}"]))
+    node = sc
+    for part in key.split("."):
+        node = getattr(node, part)
+    assert node == pytest.approx(value)
+
+
+def test_unit_suffixes_in_a_yaml_file_and_in_lists(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "topology: {link_gbps: 100Gbps, link_delay_us: 500ns, host_nic_gbps: {0: 200Gbps}}\n"
+        "workload: {kind: permutation, size_bytes: 4MiB, start_s: 1ms}\n"
+        "nic: {rto_us: 2ms}\n"
+    )
+    sc = load_scenario(path)
+    assert sc.workload.size_bytes == 4 * 1024**2 and sc.workload.start_s == 0.001
+    assert sc.topology.host_link_gbps == 100 and sc.topology.link_delay_us == 0.5
+    assert sc.topology.host_nic_gbps == {0: 200.0} and sc.nic.rto_us == 2000
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "needle"),
+    [
+        ("workload.size_bytes", "4Mbps", "workload.size_bytes: '4Mbps' is not a size"),
+        ("topology.link_gbps", "4MB", "topology.link_gbps: '4MB' is not a rate"),
+        ("topology.link_delay_us", "3 parsecs", "is not a time"),
+        ("workload.size_bytes", "1.5B", "integer"),
+    ],
+)
+def test_a_wrong_suffix_names_the_suffixes_the_key_takes(key, raw, needle):
+    with pytest.raises(ConfigError) as err:
+        ECMP.with_overrides(parse_set_options([f"{key}={raw}"]))
+    assert needle in str(err.value)

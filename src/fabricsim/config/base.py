@@ -6,6 +6,8 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from fabricsim.units import parse_quantity
+
 BOOL_WORDS = (("on", "off"), ("yes", "no"), ("true", "false"))
 """Word pairs YAML 1.1 reads as booleans: a field whose allowed names include a pair takes the
 boolean as that name (``pacing_acks: on`` is ``True`` once parsed, and means ``'on'``)."""
@@ -49,9 +51,13 @@ class StrictModel(BaseModel):
         fields = cls.model_fields
         aliases = {f.alias: name for name, f in fields.items() if f.alias}
         _no_key_twice(data, aliases)
-        words: dict[str, str] = {}
+        words: dict[str, Any] = {}
         for key, value in data.items():
             name = aliases.get(key, key)
+            if name in fields and isinstance(value, str | list | dict):
+                parsed = _with_units(name, value)
+                if parsed is not value:
+                    words[key] = parsed
             if (
                 isinstance(value, bool)
                 and name in fields
@@ -78,3 +84,21 @@ def _no_key_twice(data: dict[Any, Any], aliases: dict[str, str]) -> None:
                 f"{name}: the same key given twice, under its two names ({alias} and {name}); "
                 "keep one"
             )
+
+
+def _with_units(name: str, value: Any) -> Any:
+    """``value`` with unit suffixes read in the unit of key ``name`` ("4MB" of ``size_bytes``
+    -> 4000000; each member of a list or map); ``value`` itself when nothing changes."""
+    if isinstance(value, str):
+        try:
+            parsed = parse_quantity(value, name)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+        return value if parsed is None else parsed
+    if isinstance(value, list):
+        items = [_with_units(name, v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, dict):
+        mapped = {k: _with_units(name, v) for k, v in value.items()}
+        return value if all(mapped[k] is v for k, v in value.items()) else mapped
+    return value
