@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from fabricsim.config.applicability import recorded_keys
 from fabricsim.config.layers import leaf_keys
 from fabricsim.config.models import Scenario
 from fabricsim.config.suggest import closest
@@ -197,7 +198,10 @@ def validate(
     """
     if base_dir is not None:
         _resolve_paths(data, base_dir)
-    return validate_as(Scenario, data, user_keys)
+    sc = validate_as(Scenario, data, user_keys)
+    if user_keys:
+        sc._user_keys = recorded_keys(sc)  # a rerun config.yaml: its defaults were filled in
+    return sc
 
 
 def effective_scenario(data: dict[str, Any]) -> Scenario:
