@@ -3,7 +3,10 @@ did-you-mean for scenario and link names."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
+import yaml
 
 import fabricsim
 from fabricsim.config.loader import load_scenario, parse_set_options, parse_yaml
@@ -177,3 +180,60 @@ def test_a_wrong_suffix_names_the_suffixes_the_key_takes(key, raw, needle):
     with pytest.raises(ConfigError) as err:
         ECMP.with_overrides(parse_set_options([f"{key}={raw}"]))
     assert needle in str(err.value)
+
+
+# -- reproducible records: resolved input paths, content hashes ------------------------------
+TRACE = "src,dst,size_bytes,start_s\n0,9,100000,0\n1,10,100000,0\n"
+
+
+def _trace_dir(tmp_path):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "t.csv").write_text(TRACE)
+    (sub / "s.yaml").write_text("name: t\nworkload: {kind: trace, path: t.csv}\n")
+    return sub
+
+
+def test_config_hash_does_not_depend_on_how_the_path_was_spelled(tmp_path, monkeypatch):
+    sub = _trace_dir(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    relative = load_scenario("sub/s.yaml")
+    absolute = load_scenario(str(sub / "s.yaml"))
+    assert relative.workload.path == absolute.workload.path == str(sub / "t.csv")
+    assert relative.config_hash() == absolute.config_hash()
+    by_set = absolute.with_overrides({"workload.path": "sub/../sub/t.csv"})
+    assert by_set.workload.path == str(sub / "t.csv")
+    assert by_set.config_hash() == absolute.config_hash()
+    # the same content elsewhere, same hash; other content, another hash
+    (tmp_path / "copy.csv").write_text(TRACE)
+    assert absolute.with_overrides({"workload.path": "copy.csv"}).config_hash() == (
+        absolute.config_hash()
+    )
+    (tmp_path / "other.csv").write_text(TRACE.replace("100000", "200000"))
+    assert absolute.with_overrides({"workload.path": "other.csv"}).config_hash() != (
+        absolute.config_hash()
+    )
+
+
+def test_a_recorded_config_yaml_reruns_from_elsewhere_and_checks_the_content(
+    tmp_path, monkeypatch
+):
+    sub = _trace_dir(tmp_path)
+    monkeypatch.chdir(sub)
+    res = fabricsim.run(load_scenario("s.yaml"), engine="flow")
+    res.save(tmp_path / "run")
+    recorded = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert recorded["workload"]["path"] == str(sub / "t.csv")
+    assert recorded["inputs"] == {str(sub / "t.csv"): hashlib.sha256(TRACE.encode()).hexdigest()}
+    monkeypatch.chdir("/")
+    again = load_scenario(tmp_path / "run" / "config.yaml")
+    assert again.config_hash() == res.summary["config_hash"]
+    (sub / "t.csv").write_text(TRACE + "2,11,5,0\n")
+    with pytest.raises(ConfigError, match="workload.path: .* changed since this scenario"):
+        load_scenario(tmp_path / "run" / "config.yaml")
+
+
+def test_scenarios_without_input_files_keep_their_hash_and_record():
+    sc = load_scenario("ecmp-collision")
+    assert "inputs" not in sc.to_dict()
+    assert sc.config_hash() == "3533c9516f706eeb"  # as before issue 37 (goldens pin it)

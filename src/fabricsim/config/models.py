@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from fabricsim.config.base import StrictModel
+from fabricsim.config.inputs import INPUT_FIELDS, content_sha256, resolved
 from fabricsim.config.names import RegisteredName, has_trait
 from fabricsim.config.nscc import NsccConfig
 from fabricsim.config.overrides import apply_overrides
@@ -592,6 +593,11 @@ class Scenario(_Model):
     nic: NicConfig = Field(default_factory=NicConfig)  # type: ignore[arg-type]
     switch: SwitchConfig = Field(default_factory=SwitchConfig)  # type: ignore[arg-type]
     records: RecordsConfig = Field(default_factory=RecordsConfig)  # type: ignore[arg-type]
+    inputs: dict[str, str] = Field(
+        default_factory=dict,
+        description="filled in at load: each input file's resolved path -> SHA-256 of its "
+        "content; rerunning a recorded scenario whose file changed is refused",
+    )
 
     _user_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)
     _unpreset: dict[str, Any] | None = PrivateAttr(default=None)
@@ -666,6 +672,32 @@ class Scenario(_Model):
             raise ValueError(problem)
         return self
 
+    @model_validator(mode="after")
+    def _inputs_resolved_and_hashed(self) -> Scenario:
+        """Input paths made absolute, their content hashed into ``inputs`` (:mod:`.inputs`);
+        a recorded hash that no longer matches the file is refused."""
+        wl, found = self.workload, {}
+        for name in INPUT_FIELDS.get(wl.kind, ()):
+            given = getattr(wl, name)
+            if not given:
+                continue
+            path = resolved(given)
+            if path != given:
+                wl._derive(name, path)
+            digest = content_sha256(path)
+            if digest is None:
+                continue
+            recorded = self.inputs.get(path)
+            if recorded is not None and recorded != digest:
+                raise ValueError(
+                    f"workload.{name}: {path} changed since this scenario was recorded (SHA-256 "
+                    f"{digest[:12]}..., recorded {recorded[:12]}...); restore it, or remove "
+                    "its entry from inputs"
+                )
+            found[path] = digest
+        self._derive("inputs", found)
+        return self
+
     _varied_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)
 
     @property
@@ -698,10 +730,22 @@ class Scenario(_Model):
         return apply_overrides(self, overrides)
 
     def to_dict(self) -> dict[str, Any]:
-        """The effective scenario, every default filled in, as plain JSON-able data."""
-        return self.model_dump(mode="json")
+        """The effective scenario, every default filled in, as plain JSON-able data (``inputs``
+        only when the scenario reads an input file)."""
+        out = self.model_dump(mode="json")
+        if not out.get("inputs"):
+            out.pop("inputs", None)
+        return out
 
     def config_hash(self) -> str:
-        """SHA-256 (first 16 hex digits) of the canonical JSON of the effective scenario."""
-        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        """SHA-256 (first 16 hex digits) of the canonical JSON of the effective scenario, with
+        each input file's content hash in place of its path (the same content and settings give
+        the same hash however the path was spelled)."""
+        data = self.to_dict()
+        hashes = data.pop("inputs", {})
+        for name in INPUT_FIELDS.get(self.workload.kind, ()):
+            path = data["workload"].get(name)
+            if path in hashes:
+                data["workload"][name] = f"sha256:{hashes[path]}"
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
