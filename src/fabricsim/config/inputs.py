@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 INPUT_FIELDS: dict[str, tuple[str, ...]] = {
     "trace": ("path",),
@@ -73,3 +74,41 @@ def _update(digest: hashlib._Hash, path: Path) -> None:
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
+
+
+def resolve_inputs(workload: Any, recorded: dict[str, str]) -> dict[str, str]:
+    """Make ``workload``'s input paths absolute (in place, as derived values) and return their
+    resolved path -> SHA-256; :class:`ValueError` naming the key when ``recorded`` (a recorded
+    scenario's ``inputs``) has another hash for the same path."""
+    found: dict[str, str] = {}
+    for name in INPUT_FIELDS.get(workload.kind, ()):
+        given = getattr(workload, name)
+        if not given:
+            continue
+        path = resolved(given)
+        if path != given:
+            workload._derive(name, path)
+        digest = content_sha256(path)
+        if digest is None:
+            continue
+        before = recorded.get(path)
+        if before is not None and before != digest:
+            raise ValueError(
+                f"workload.{name}: {path} changed since this scenario was recorded (SHA-256 "
+                f"{digest[:12]}..., recorded {before[:12]}...); restore it, or remove its entry "
+                "from inputs"
+            )
+        found[path] = digest
+    return found
+
+
+def by_content(data: dict[str, Any]) -> dict[str, Any]:
+    """A scenario dict (``to_dict``) with each input path replaced by ``sha256:<hex>`` of its
+    content and ``inputs`` dropped: what :meth:`Scenario.config_hash` hashes."""
+    hashes = data.pop("inputs", {})
+    workload = data.get("workload", {})
+    for name in INPUT_FIELDS.get(workload.get("kind", ""), ()):
+        path = workload.get(name)
+        if path in hashes:
+            workload[name] = f"sha256:{hashes[path]}"
+    return data

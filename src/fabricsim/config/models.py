@@ -24,19 +24,13 @@ from pydantic import (
 )
 
 from fabricsim.config.base import StrictModel
-from fabricsim.config.inputs import INPUT_FIELDS, content_sha256, resolved
+from fabricsim.config.inputs import by_content, resolve_inputs
 from fabricsim.config.names import RegisteredName, has_trait
 from fabricsim.config.nscc import NsccConfig
 from fabricsim.config.overrides import apply_overrides
-from fabricsim.config.roce import (
-    ECN_MAX_PROB,
-    DcqcnConfig,
-    RoceConfig,
-    dcqcn_ecn_bytes,
-    pfc_buffer_problem,
-)
+from fabricsim.config.roce import ECN_MAX_PROB, DcqcnConfig, RoceConfig, pfc_scenario_problem
 from fabricsim.config.workloads import WorkloadConfig
-from fabricsim.units import MAX_TIME_S, gbps_to_bps, us_to_ps
+from fabricsim.units import MAX_TIME_S
 
 # The trait of an lb.policy that gives each flow (or connection) one path (declared by the policy
 # in fabricsim.lb): under it, a scenario that does not set nic.packet_spraying_type gets ``none``
@@ -647,27 +641,8 @@ class Scenario(_Model):
     @model_validator(mode="after")
     def _pfc_fits_the_buffer(self) -> Scenario:
         """With PFC on and ``switch.buffer_bytes`` given, the buffer must hold XOFF + headroom
-        at the fastest link into a switch (:func:`fabricsim.config.roce.pfc_buffer_problem`)."""
-        sw, topo, nic = self.switch, self.topology, self.nic
-        if not sw.pfc or sw.buffer_bytes is None or sw.pfc_dynamic_alpha is not None:
-            return self
-        rates = [topo.host_link_gbps, topo.fabric_link_gbps, topo.core_link_gbps or 0.0]
-        given = topo.host_nic_gbps or []
-        rates += list(given.values() if isinstance(given, dict) else given)
-        rate = gbps_to_bps(max(rates))
-        ecn = sw.ecn_max_bytes
-        if nic.transport == "roce" and ecn is None:
-            ecn = dcqcn_ecn_bytes(rate)[1]
-        problem = pfc_buffer_problem(
-            sw.buffer_bytes,
-            rate,
-            us_to_ps(topo.link_delay_us),
-            nic.rdma_data_mss + nic.header_bytes,
-            sw.pfc_xoff_bytes,
-            sw.pfc_xon_bytes,
-            sw.pfc_headroom_bytes,
-            ecn if nic.transport == "roce" else None,
-        )
+        at the fastest link into a switch (:func:`fabricsim.config.roce.pfc_scenario_problem`)."""
+        problem = pfc_scenario_problem(self.switch, self.topology, self.nic)
         if problem is not None:
             raise ValueError(problem)
         return self
@@ -676,26 +651,7 @@ class Scenario(_Model):
     def _inputs_resolved_and_hashed(self) -> Scenario:
         """Input paths made absolute, their content hashed into ``inputs`` (:mod:`.inputs`);
         a recorded hash that no longer matches the file is refused."""
-        wl, found = self.workload, {}
-        for name in INPUT_FIELDS.get(wl.kind, ()):
-            given = getattr(wl, name)
-            if not given:
-                continue
-            path = resolved(given)
-            if path != given:
-                wl._derive(name, path)
-            digest = content_sha256(path)
-            if digest is None:
-                continue
-            recorded = self.inputs.get(path)
-            if recorded is not None and recorded != digest:
-                raise ValueError(
-                    f"workload.{name}: {path} changed since this scenario was recorded (SHA-256 "
-                    f"{digest[:12]}..., recorded {recorded[:12]}...); restore it, or remove "
-                    "its entry from inputs"
-                )
-            found[path] = digest
-        self._derive("inputs", found)
+        self._derive("inputs", resolve_inputs(self.workload, self.inputs))
         return self
 
     _varied_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)
@@ -741,11 +697,6 @@ class Scenario(_Model):
         """SHA-256 (first 16 hex digits) of the canonical JSON of the effective scenario, with
         each input file's content hash in place of its path (the same content and settings give
         the same hash however the path was spelled)."""
-        data = self.to_dict()
-        hashes = data.pop("inputs", {})
-        for name in INPUT_FIELDS.get(self.workload.kind, ()):
-            path = data["workload"].get(name)
-            if path in hashes:
-                data["workload"][name] = f"sha256:{hashes[path]}"
+        data = by_content(self.to_dict())
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -39,11 +39,12 @@ Examples
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from fabricsim.config.base import StrictModel
+from fabricsim.units import gbps_to_bps, us_to_ps
 
 RTO_FLOOR_US = 4000.0
 """RoCE: the automatic retransmission timeout is at least this long, us."""
@@ -219,4 +220,30 @@ def pfc_buffer_problem(
         f"switch.buffer_bytes: must be >= PFC's XOFF + headroom ({off} + {room} = {off + room} "
         f"bytes at {at}; got {buffer_bytes}): raise it, or lower switch.pfc_xoff_bytes / "
         "switch.pfc_headroom_bytes"
+    )
+
+
+def pfc_scenario_problem(switch: Any, topology: Any, nic: Any) -> str | None:
+    """:func:`pfc_buffer_problem` of a scenario's sections, at its fastest link into a switch
+    (the largest headroom and, under RoCE, the largest ECN maximum); None when PFC is off, the
+    buffer is ``buffer_bdp``-sized (known only with the fabric) or thresholds are dynamic."""
+    if not switch.pfc or switch.buffer_bytes is None or switch.pfc_dynamic_alpha is not None:
+        return None
+    rates = [topology.host_link_gbps, topology.fabric_link_gbps, topology.core_link_gbps or 0.0]
+    given = topology.host_nic_gbps or []
+    rates += list(given.values() if isinstance(given, dict) else given)
+    rate = gbps_to_bps(max(rates))
+    roce = nic.transport == "roce"
+    ecn = switch.ecn_max_bytes
+    if roce and ecn is None:
+        ecn = dcqcn_ecn_bytes(rate)[1]
+    return pfc_buffer_problem(
+        switch.buffer_bytes,
+        rate,
+        us_to_ps(topology.link_delay_us),
+        nic.rdma_data_mss + nic.header_bytes,
+        switch.pfc_xoff_bytes,
+        switch.pfc_xon_bytes,
+        switch.pfc_headroom_bytes,
+        ecn if roce else None,
     )
