@@ -113,3 +113,14 @@ def test_a_comparison_baseline_setting_defaults_is_not_refused():
     """An experiment's per-variant keys at their defaults (varied) do not count as set."""
     sc = ECMP.varying({"lb.qp_count"}).with_overrides({"lb.qp_count": 1})
     check_supported(sc, "flow")
+
+
+def test_an_effective_dict_with_another_workload_is_still_a_record(tmp_path):
+    """The API idiom: ``to_dict()`` of a scenario, a section replaced, loaded again (its
+    filled-in defaults do not count; ``inputs`` is filled in at load and not needed)."""
+    (tmp_path / "t.csv").write_text("src,dst,size_bytes,start_s\n0,9,1000,0\n")
+    data = load_scenario("ark").to_dict()
+    data["workload"] = {"kind": "trace", "path": str(tmp_path / "t.csv")}
+    sc = load_scenario(data)
+    assert sc.inputs and "nic.ack_request" not in sc.user_keys
+    check_supported(sc, "flow")

@@ -143,7 +143,7 @@ def explicit(sc: Scenario, key: str) -> bool:
 def recorded_keys(sc: Scenario) -> frozenset[str]:
     """The user keys of a scenario that spells out every key (a run's ``config.yaml``): only
     those at another value than their default count as set; other scenarios' keys unchanged."""
-    every = leaf_keys(sc.to_dict())
+    every = leaf_keys(sc.to_dict()) - {"inputs"}  # filled in at load, not by the user
     if not every <= sc.user_keys:
         return sc.user_keys
     return frozenset(k for k in sc.user_keys if k not in every or not _is_default_safe(sc, k))
