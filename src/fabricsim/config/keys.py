@@ -434,6 +434,7 @@ def keys_markdown() -> str:
         "`fabricsim keys --markdown > docs/keys.md` (a test fails when this file is stale).",
         "Every key works in YAML and as `--set KEY=VALUE`; `fabricsim keys PREFIX` shows the",
         "same on a terminal. CamelCase aliases are the seed documents' names.",
+        "",
         "A size, rate or time may carry a unit suffix (the unit column lists them) and is read",
         "in the key's own unit: `4MB` = 4,000,000 bytes (SI), `4MiB` = 4 x 2^20 bytes (IEC),",
         "`100Gbps` = 10^11 b/s (`400Mbps` in a `*_gbps` key is 0.4), `500ns` in a `*_us` key",
