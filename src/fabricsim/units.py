@@ -16,6 +16,7 @@ Examples
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, overload
 
 if TYPE_CHECKING:
@@ -104,6 +105,108 @@ def transmitted_bytes(rate_bps: float, duration_ps: float) -> float:
 def bdp_bytes(rate_bps: float, rtt_ps: int) -> int:
     """Bandwidth-delay product in bytes of a ``rate_bps`` path with round trip ``rtt_ps``."""
     return int(rate_bps * rtt_ps / PS_PER_S / 8)
+
+
+# -- input with a unit suffix: "4MB", "4MiB", "100Gbps", "1us" ------------------------------
+SIZE_SUFFIXES: dict[str, int] = {
+    "B": 1,
+    "kB": 10**3,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "PB": 10**15,
+    "KiB": KIB,
+    "MiB": MIB,
+    "GiB": GIB,
+    "TiB": 1024**4,
+    "PiB": 1024**5,
+}
+"""Bytes per size suffix: SI (``MB`` = 10^6 bytes, as link rates are) and IEC (``MiB`` = 2^20)."""
+RATE_SUFFIXES: dict[str, float] = {
+    "bps": 1.0,
+    "kbps": 1e3,
+    "Kbps": 1e3,
+    "Mbps": 1e6,
+    "Gbps": 1e9,
+    "Tbps": 1e12,
+}
+"""Bits per second per rate suffix (SI: ``Gbps`` = 10^9 b/s)."""
+TIME_SUFFIXES: dict[str, float] = {
+    "ps": 1e-12,
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+}
+"""Seconds per time suffix."""
+QUANTITY_UNITS: dict[str, tuple[str, dict[str, float] | dict[str, int], float]] = {
+    # a key's name suffix -> (what it measures, the suffixes it takes, one of its units in base)
+    "_bytes": ("size", SIZE_SUFFIXES, 1),
+    "_gb": ("size", SIZE_SUFFIXES, 1e9),
+    "_gbps": ("rate", RATE_SUFFIXES, 1e9),
+    "_mbps": ("rate", RATE_SUFFIXES, 1e6),
+    "_us": ("time", TIME_SUFFIXES, 1e-6),
+    "_ms": ("time", TIME_SUFFIXES, 1e-3),
+    "_s": ("time", TIME_SUFFIXES, 1.0),
+}
+"""Key names that take unit suffixes: a value ``"4MB"`` of a ``*_bytes`` key is 4,000,000;
+``"400Mbps"`` of a ``*_gbps`` key is 0.4; ``"2ms"`` of a ``*_us`` key is 2000.  A plain number
+keeps the key's own unit."""
+NOT_QUANTITIES = frozenset({"zipf_s"})
+"""Key names whose ending is not a unit (``zipf_s``: the Zipf exponent s)."""
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([^\d\s.+-][^\s]*)\s*$")
+
+
+_SPELLINGS = frozenset({"KB", "Kbps", "μs", "µs"})
+"""Other spellings accepted but not listed (``KB`` = ``kB``, ``µs`` = ``us``)."""
+
+
+def shown_suffixes(table: dict[str, float] | dict[str, int]) -> list[str]:
+    """The suffixes of a table as ``fabricsim keys`` and errors list them."""
+    return [k for k in table if k not in _SPELLINGS]
+
+
+def quantity_unit(name: str) -> tuple[str, dict[str, float] | dict[str, int], float] | None:
+    """(what, suffixes, base units per key unit) of a key ``name`` that takes suffixes."""
+    if name in NOT_QUANTITIES:
+        return None
+    for ending, found in QUANTITY_UNITS.items():
+        if name.endswith(ending):
+            return found
+    return None
+
+
+def parse_quantity(text: str, name: str) -> int | float | None:
+    """The value of ``text`` (a number and a unit suffix) in the unit of key ``name``.
+
+    None when ``text`` is not a number followed by letters (a word like ``auto`` is left to the
+    key's own check); :class:`ValueError` naming the suffixes when the suffix is not one the
+    key takes.  Whole results are ints (``"4MB"`` -> 4000000).
+
+    >>> parse_quantity("4MB", "size_bytes"), parse_quantity("4MiB", "size_bytes")
+    (4000000, 4194304)
+    >>> parse_quantity("400Mbps", "link_gbps"), parse_quantity("2ms", "rto_us")
+    (0.4, 2000)
+    >>> parse_quantity("500ns", "link_delay_us"), parse_quantity("auto", "rtt_us") is None
+    (0.5, True)
+    """
+    found = quantity_unit(name)
+    match = _QUANTITY.match(text)
+    if found is None or match is None:
+        return None
+    what, table, per_unit = found
+    number, suffix = match.groups()
+    if suffix not in table:
+        raise ValueError(
+            f"{text.strip()!r} is not a {what}: write a number, or a number with one of "
+            f"{', '.join(shown_suffixes(table))}"
+        )
+    value = float(number) * table[suffix] / per_unit
+    value = float(f"{value:.15g}")  # 0.4, not 0.39999999999999997
+    return int(value) if value.is_integer() and abs(value) < 2**63 else value
 
 
 # -- for people: a value with the unit its magnitude calls for ---------------------------------

@@ -114,7 +114,13 @@ def _cases() -> Iterator[Any]:
     for engine, caps in ENGINES.items():
         rows: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
         rows += [
-            ("lb.policy", p, {"lb.policy": p, **POLICY_KNOBS.get(p, {})}, None)
+            (
+                "lb.policy",
+                p,
+                {"lb.policy": p, **{k: v for k, v in POLICY_KNOBS.get(p, {}).items()
+                                    if _reads(caps, k)}},  # fmt: skip
+                None,
+            )
             for p in caps.policies
         ]
         rows += [

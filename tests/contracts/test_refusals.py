@@ -42,8 +42,11 @@ VALUE_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def _field(key: str) -> Any:
-    section, name = key.split(".")
-    return Scenario.model_fields[section].annotation.model_fields[name]  # type: ignore[union-attr]
+    section, *path, name = key.split(".")  # nested sections too (nic.nscc.target_delay_us)
+    model: Any = Scenario.model_fields[section].annotation
+    for part in path:
+        model = model.model_fields[part].annotation
+    return model.model_fields[name]
 
 
 def other_value(key: str) -> Any:

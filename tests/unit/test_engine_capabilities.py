@@ -86,8 +86,8 @@ REFUSALS = [
     (
         "packet",
         {"engine.flow_model": "open_loop"},
-        "engine.flow_model=open_loop is a flow-engine setting; use --engine flow, or remove it "
-        "for the packet engine",
+        "engine.flow_model=open_loop is read only by the flow engine (the packet engine has no "
+        "such mechanism); remove it or use --engine flow",
     ),
 ]
 

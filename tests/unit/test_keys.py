@@ -73,7 +73,9 @@ def test_a_newly_registered_name_appears_by_itself():
 def test_prefix_type_default_range_unit(capsys):
     code, out, _ = _run(capsys, "keys", "topology.link_delay_us")
     assert code == 0
-    assert out.splitlines()[0] == "topology.link_delay_us = 1 µs   float 0 … 1e+06"
+    assert out.splitlines()[0] == (
+        "topology.link_delay_us = 1 µs   float 0 … 1e+06   suffixes ps ns us ms s"
+    )
     assert out.splitlines()[1].strip() == "propagation delay per link, us"
     code, out, _ = _run(capsys, "keys", "nic.nscc")
     assert code == 0 and all(line.startswith(("nic.nscc.", " ")) for line in out.splitlines())
@@ -95,7 +97,7 @@ def test_json_output(capsys):
     assert policy["default"] == "ecmp"
     assert {n["name"] for n in policy["names"]} == set(registered_names("lb.policy"))
     assert set(data[0]) == {"key", "type", "default", "allowed", "unit", "help", "applies",
-                            "aliases", "names"}  # fmt: skip
+                            "aliases", "names", "suffixes"}  # fmt: skip
 
 
 def test_unknown_prefix_is_exit_2_with_a_suggestion(capsys):
@@ -184,3 +186,15 @@ def test_units_and_allowed_values_of_awkward_fields(capsys):
     assert moe_model.type == "deepseek-v3 | qwen3-235b | null" and moe_model.allowed == ""
     assert main(["keys", "..."]) == 2
     assert "no such key" in capsys.readouterr().err
+
+
+def test_keys_say_which_unit_suffixes_a_key_takes():
+    info = {k.key: k for k in all_keys()}
+    assert "MiB" in info["nic.header_bytes"].suffixes and "MB" in info["nic.header_bytes"].suffixes
+    assert info["topology.fabric_link_gbps"].suffixes == ("bps", "kbps", "Mbps", "Gbps", "Tbps")
+    assert "ms" in info["engine.time_limit_s"].suffixes
+    assert info["engine.time_limit_s"].unit_column == "s; suffixes ps, ns, us, ms, s"
+    assert info["nic.cc"].suffixes == () and info["seed"].suffixes == ()
+    zipf = next(k for k in key_infos("workload.zipf_s"))
+    assert zipf.suffixes == ()  # an exponent
+    assert "µs; suffixes ps, ns, us, ms, s" in DOCS.read_text()

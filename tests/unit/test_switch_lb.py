@@ -283,7 +283,7 @@ def test_reported_start_of_ordinary_flows():
 def test_pinned_and_qp_scaling_on_the_packet_engine(over):
     sc = SMALL.with_overrides({**over, "nic.pdc_groups_enabled": False})
     pkt = fabricsim.run(sc, engine="packet")
-    flow = fabricsim.run(SMALL_FLOW.with_overrides({**over, "nic.pdc_groups_enabled": False}))
+    flow = fabricsim.run(SMALL_FLOW.with_overrides(over))  # no PDC groups on the flow engine
     assert pkt.summary["flows_completed"] == 16
     assert list(pkt.flows["path"]) == list(flow.flows["path"])  # the same ports, the same paths
     if over.get("lb.qp_mode") == "split":

@@ -1,9 +1,12 @@
 """Keys that would do nothing on this run are refused, not silently accepted.
 
-A key counts when the user set it (their YAML file, dict or ``--set``; a built-in scenario's
-own keys do not count, so ``moe --set engine.kind=flow`` runs) to a value other than its
-default, and the run's engine, fabric kind or policy never reads it.  The check is one line
-naming the key, its value and what would read it.
+A key counts when the user set it explicitly -- in their YAML file, dict or ``--set``, to
+any value, its default included -- and the run's engine, fabric kind or policy never reads it
+(:func:`explicit`).  A built-in scenario's or a preset's own keys do not count, so ``moe --set
+engine.kind=flow`` runs.  Two kinds of key count only where they differ from the default:
+those of a recorded scenario that spells out every key (a run's ``config.yaml``, rerun), and
+those an experiment (compare, sweep, study) sets per variant.  The check is one line naming
+the key, its value and what would read it.
 
 Examples
 --------
@@ -15,14 +18,15 @@ Examples
 ...     print(exc)
 topology.k does nothing on topology.kind=leaf_spine; remove it or change topology.kind
 
-Which keys an engine does not read is the engine's declaration
-(:data:`fabricsim.experiments.engines.ENGINES`); its check passes them in.
+Which keys an engine does not read is the engine table
+(:data:`fabricsim.experiments.engines.KEY_ENGINES`); its check uses :func:`explicit` too.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from fabricsim.config.layers import leaf_keys
 from fabricsim.config.models import Scenario
 from fabricsim.errors import EngineRefusal
 
@@ -115,40 +119,71 @@ def _default(key: str, sc: Scenario | None = None) -> Any:
     return model.model_fields[name].get_default(call_default_factory=True)
 
 
-def _set_to_other_than_default(sc: Scenario, key: str) -> bool:
-    return key in sc.user_keys and _value(sc, key) != _default(key, sc)
+def value_of(sc: Scenario, key: str) -> Any:
+    """The value of dotted ``key`` in ``sc`` (``nic.nscc.target_delay_us`` too)."""
+    return _value(sc, key)
+
+
+def is_default(sc: Scenario, key: str) -> bool:
+    """Whether ``key`` has its default value in ``sc``."""
+    return bool(_value(sc, key) == _default(key, sc))
+
+
+def explicit(sc: Scenario, key: str) -> bool:
+    """Whether the user set ``key`` explicitly (whatever its value; see the module's text).
+
+    A key an experiment sets per variant (``sc.varied_keys``) counts only at another value
+    than its default: a comparison's baseline sets defaults the variant may not read.
+    """
+    if key not in sc.user_keys:
+        return False
+    return key not in sc.varied_keys or not is_default(sc, key)
+
+
+def recorded_keys(sc: Scenario) -> frozenset[str]:
+    """The user keys of a scenario that spells out every key (a run's ``config.yaml``): only
+    those at another value than their default count as set; other scenarios' keys unchanged."""
+    every = leaf_keys(sc.to_dict()) - {"inputs"}  # filled in at load, not by the user
+    if not every <= sc.user_keys:
+        return sc.user_keys
+    return frozenset(k for k in sc.user_keys if k not in every or not _is_default_safe(sc, k))
+
+
+def _is_default_safe(sc: Scenario, key: str) -> bool:
+    try:
+        return is_default(sc, key)
+    except (AttributeError, KeyError, ValueError):  # not a section's field: it counts
+        return False
 
 
 def _shown(value: Any) -> str:
+    if value is None:
+        return "null"
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def check_keys_apply(
-    sc: Scenario,
-    varied: frozenset[str] = frozenset(),
-    *,
-    unread_keys: tuple[str, ...] = (),
-    refusal: str = "{key}={value} is not read by this engine; remove it",
-) -> None:
-    """Raise :class:`EngineRefusal` for the first user-set key this run would not read.
+def shown(value: Any) -> str:
+    """A value as a refusal line shows it (``true``, ``8``)."""
+    return _shown(value)
 
-    ``unread_keys`` are the keys the run's engine does not read (its declared capabilities);
-    one set to a non-default value is refused with ``refusal`` (formatted with ``key`` and
-    ``value``).  ``varied`` are keys an experiment (compare, sweep, study) sets per variant: when
-    it varies ``lb.policy``, a policy's own keys are kept for the variants that read them.
+
+def check_keys_apply(sc: Scenario, varied: frozenset[str] = frozenset()) -> None:
+    """Raise :class:`EngineRefusal` for the first explicitly set key this run would not read
+    on its fabric, policy, switch method, workload or CC (the engine's own keys are checked by
+    :func:`fabricsim.experiments.engines.check_supported`).
+
+    ``varied`` are keys an experiment (compare, sweep, study) sets per variant: when it varies
+    ``lb.policy``, a policy's own keys are kept for the variants that read them.
     """
-    for key in unread_keys:
-        if _set_to_other_than_default(sc, key):
-            raise EngineRefusal(refusal.format(key=key, value=_shown(_value(sc, key))))
     for key in SHAPE_KEYS[sc.topology.kind]:
-        if _set_to_other_than_default(sc, key):
+        if explicit(sc, key):
             raise EngineRefusal(
                 f"{key} does nothing on topology.kind={sc.topology.kind}; remove it or change "
                 "topology.kind"
             )
     if sc.topology.kind == "multi_plane":
         for key in PLANE_SHAPE_KEYS[sc.topology.plane_kind]:
-            if _set_to_other_than_default(sc, key):
+            if explicit(sc, key):
                 raise EngineRefusal(
                     f"{key} does nothing on topology.plane_kind={sc.topology.plane_kind}; "
                     "remove it or change topology.plane_kind"
@@ -156,7 +191,7 @@ def check_keys_apply(
     method = sc.switch.load_balancing_method
     if "switch.load_balancing_method" not in varied:
         for key, wanted in SWITCH_METHOD_KEYS.items():
-            if method != wanted and _set_to_other_than_default(sc, key):
+            if method != wanted and explicit(sc, key):
                 raise EngineRefusal(
                     f"{key}={_shown(_value(sc, key))} is read only by "
                     f"switch.load_balancing_method={wanted} (this run has {method}); remove it "
@@ -168,7 +203,7 @@ def check_keys_apply(
         if (
             selector not in varied
             and _value(sc, selector) != wanted
-            and _set_to_other_than_default(sc, key)
+            and explicit(sc, key)
         ):
             raise EngineRefusal(
                 f"{key}={_shown(_value(sc, key))} is read only when {selector} is "
@@ -178,7 +213,7 @@ def check_keys_apply(
     if "lb.policy" in varied:
         return
     for key, policy in POLICY_KEYS.items():
-        if sc.lb.policy != policy and _set_to_other_than_default(sc, key):
+        if sc.lb.policy != policy and explicit(sc, key):
             raise EngineRefusal(
                 f"{key}={_shown(_value(sc, key))} is read only by lb.policy={policy} "
                 f"(this run has lb.policy={sc.lb.policy}); remove it or set lb.policy={policy}"
@@ -193,7 +228,7 @@ def _check_workload_keys(sc: Scenario, varied: frozenset[str]) -> None:
         key, chosen = f"workload.{name}", getattr(wl, selector)
         if f"workload.{selector}" in varied or chosen in values:
             continue
-        if _set_to_other_than_default(sc, key):
+        if explicit(sc, key):
             wanted = " or ".join(values)
             raise EngineRefusal(
                 f"{key} is read only when workload.{selector} is {wanted} (this run has "
@@ -210,7 +245,7 @@ def _check_cc_keys(sc: Scenario, varied: frozenset[str]) -> None:
         if sc.nic.cc == cc:
             continue
         for key in sorted(k for k in sc.user_keys if k.startswith(prefix)):
-            if _set_to_other_than_default(sc, key):
+            if explicit(sc, key):
                 raise EngineRefusal(
                     f"{key}={_shown(_value(sc, key))} is read only by nic.cc={cc} (this run has "
                     f"nic.cc={sc.nic.cc}); remove it or set nic.cc={cc}"

@@ -35,6 +35,7 @@ from fabricsim.config.models import Scenario
 from fabricsim.config.names import RegisteredName, name_entries
 from fabricsim.config.suggest import closest
 from fabricsim.config.workloads import WorkloadConfig
+from fabricsim.units import NOT_QUANTITIES, quantity_unit, shown_suffixes
 
 __all__ = [
     "KeyInfo",
@@ -86,6 +87,9 @@ class KeyInfo:
         Other accepted spellings (the seed documents' CamelCase names).
     names : tuple of (name, help)
         For a key naming a registered strategy: every registered name and its help.
+    suffixes : tuple of str
+        The unit suffixes a value may carry (``4MB``, ``4MiB``, ``100Gbps``, ``1us``): a size,
+        rate or time key takes those of its kind, read in the key's own unit.
     """
 
     key: str
@@ -97,6 +101,7 @@ class KeyInfo:
     applies: str = ""
     aliases: tuple[str, ...] = ()
     names: tuple[tuple[str, str], ...] = field(default=())
+    suffixes: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-able dict (``names`` as a list of ``{name, help}``)."""
@@ -104,7 +109,15 @@ class KeyInfo:
         out["applies"] = self.applies
         out["aliases"] = list(self.aliases)
         out["names"] = [{"name": n, "help": h} for n, h in self.names]
+        out["suffixes"] = list(self.suffixes)
         return out
+
+    @property
+    def unit_column(self) -> str:
+        """The unit and the suffixes a value may carry (``bytes; suffixes B, kB, MB ...``)."""
+        if not self.suffixes:
+            return self.unit
+        return f"{self.unit}; suffixes {', '.join(self.suffixes)}"
 
 
 # -- reading the models ----------------------------------------------------------------------
@@ -244,12 +257,17 @@ def _yaml_scalar(value: Any) -> str:
     return str(value)
 
 
-_NOT_UNITS = frozenset({"zipf_s"})
-"""Names whose suffix is not a unit (``zipf_s``: the Zipf exponent s)."""
+def _suffixes(name: str, annotation: Any) -> tuple[str, ...]:
+    found = quantity_unit(name)
+    numeric = any(
+        _strip(m)[0] in (int, float) or get_origin(_strip(m)[0]) in (list, dict)
+        for m in _members(annotation)
+    )
+    return tuple(shown_suffixes(found[1])) if found is not None and numeric else ()
 
 
 def _unit(name: str) -> str:
-    if name in _NOT_UNITS:
+    if name in NOT_QUANTITIES:
         return ""
     for suffix, unit in _UNITS:
         if name.endswith(suffix):
@@ -280,6 +298,7 @@ def _walk(fields: dict[str, FieldInfo], prefix: str, applies: dict[str, str]) ->
             applies=applies.get(key, ""),
             aliases=(info.alias,) if info.alias else (),
             names=_names(point) if point else (),
+            suffixes=_suffixes(name, info.annotation),
         )
 
 
@@ -383,7 +402,8 @@ def _head(k: KeyInfo) -> str:
     else:
         kind = f"{k.type} {allowed}".strip()
     when = f"   (when {k.applies})" if k.applies else ""
-    return f"{k.key} = {default}{unit}   {kind}{when}"
+    takes = f"   suffixes {' '.join(k.suffixes)}" if k.suffixes else ""
+    return f"{k.key} = {default}{unit}   {kind}{takes}{when}"
 
 
 def keys_text(infos: list[KeyInfo]) -> str:
@@ -415,6 +435,11 @@ def keys_markdown() -> str:
         "Every key works in YAML and as `--set KEY=VALUE`; `fabricsim keys PREFIX` shows the",
         "same on a terminal. CamelCase aliases are the names of the UET NIC documentation.",
         "",
+        "A size, rate or time may carry a unit suffix (the unit column lists them) and is read",
+        "in the key's own unit: `4MB` = 4,000,000 bytes (SI), `4MiB` = 4 x 2^20 bytes (IEC),",
+        "`100Gbps` = 10^11 b/s (`400Mbps` in a `*_gbps` key is 0.4), `500ns` in a `*_us` key",
+        "is 0.5, `2ms` in a `*_s` key is 0.002. A plain number is in the key's unit.",
+        "",
     ]
     sections = list(dict.fromkeys(k.key.split(".")[0] if "." in k.key else "" for k in infos))
     for section in sections:
@@ -427,7 +452,7 @@ def keys_markdown() -> str:
         for k in rows:
             help_ = k.help + (f" (alias `{'`, `'.join(k.aliases)}`)" if k.aliases else "")
             default = f"`{k.default}`" if k.default else "`''`"
-            cells = [f"`{k.key}`", k.type, default, k.allowed, k.unit, k.applies, help_]
+            cells = [f"`{k.key}`", k.type, default, k.allowed, k.unit_column, k.applies, help_]
             out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         out.append("")
     out += ["## Registered names", ""]

@@ -134,7 +134,7 @@ def leaf_keys(data: dict[str, Any], prefix: str = "") -> set[str]:
     out: set[str] = set()
     for key, value in data.items():
         dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and value and key != "degraded_links":
+        if isinstance(value, dict) and value and key not in ("degraded_links", "inputs"):
             out |= leaf_keys(value, dotted + ".")
         else:
             out.add(dotted)

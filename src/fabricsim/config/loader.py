@@ -15,8 +15,10 @@ from typing import Any
 
 import yaml
 
+from fabricsim.config.applicability import recorded_keys
 from fabricsim.config.layers import leaf_keys
 from fabricsim.config.models import Scenario
+from fabricsim.config.suggest import closest
 from fabricsim.config.overrides import apply_overrides  # noqa: F401  (re-exported, old home)
 from fabricsim.config.validation import format_validation_error, validate_as  # noqa: F401
 from fabricsim.errors import ConfigError
@@ -41,12 +43,21 @@ def _builtin_dict(name: str) -> dict[str, Any]:
 
 
 class StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader that refuses a key given twice in one mapping (as strict loaders do)."""
+    """PyYAML's safe loader that refuses a key given twice in one mapping (as strict loaders do).
+
+    YAML merge keys (``<<: *shared``, ``<<: [*a, *b]``) are accepted: the merged keys fill in
+    what the mapping does not give itself, as the YAML 1.1 merge type says.
+    """
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 def _strict_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
     seen: set[Any] = set()
     for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG:  # ``<<: *shared``: its keys yield to the explicit ones
+            continue
         key = loader.construct_object(key_node, deep=deep)
         try:
             duplicate = key in seen
@@ -104,11 +115,19 @@ def read_text_file(path: Path, what: str = "scenario file") -> str:
         ) from None
 
 
+EXTENSION_PREFIX = "x-"
+"""Top-level keys of a scenario file that start with this hold shared blocks for YAML anchors
+and merge keys (``x-fabric: &fabric {...}`` then ``topology: {<<: *fabric, ...}``); they are
+not scenario keys and are dropped before validation (as docker-compose's extension fields)."""
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     data = parse_yaml(read_text_file(path), str(path))
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a scenario must be a YAML mapping of keys to values")
-    return data
+    return {
+        k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith(EXTENSION_PREFIX))
+    }
 
 
 def _default_name(stem: str) -> str:
@@ -152,7 +171,9 @@ def load_scenario(source: str | Path | dict[str, Any] | Scenario) -> Scenario:
         data.setdefault("name", _default_name(path.stem))
         return validate(data, base_dir=path.parent, user_keys=keys)
     names = ", ".join(builtin_names())
-    raise ConfigError(f"unknown scenario '{text}': not a file; built-in names are {names}")
+    best = closest(text, builtin_names())
+    hint = f"did you mean {best}? " if best else ""
+    raise ConfigError(f"unknown scenario '{text}': not a file; {hint}built-in names are {names}")
 
 
 def _htsim_matrix(path: Path) -> Scenario:
@@ -177,7 +198,10 @@ def validate(
     """
     if base_dir is not None:
         _resolve_paths(data, base_dir)
-    return validate_as(Scenario, data, user_keys)
+    sc = validate_as(Scenario, data, user_keys)
+    if user_keys:
+        sc._user_keys = recorded_keys(sc)  # a rerun config.yaml: its defaults were filled in
+    return sc
 
 
 def effective_scenario(data: dict[str, Any]) -> Scenario:

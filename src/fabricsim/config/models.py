@@ -24,10 +24,11 @@ from pydantic import (
 )
 
 from fabricsim.config.base import StrictModel
+from fabricsim.config.inputs import by_content, resolve_inputs
 from fabricsim.config.names import RegisteredName, has_trait
 from fabricsim.config.nscc import NsccConfig
 from fabricsim.config.overrides import apply_overrides
-from fabricsim.config.roce import ECN_MAX_PROB, DcqcnConfig, RoceConfig
+from fabricsim.config.roce import ECN_MAX_PROB, DcqcnConfig, RoceConfig, pfc_scenario_problem
 from fabricsim.config.workloads import WorkloadConfig
 from fabricsim.units import MAX_TIME_S
 
@@ -530,6 +531,16 @@ class SwitchConfig(_Model):
         return self
 
     @model_validator(mode="after")
+    def _pfc_ordered(self) -> SwitchConfig:
+        lo, hi = self.pfc_xon_bytes, self.pfc_xoff_bytes
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError(
+                f"pfc_xon_bytes ({lo}) must be <= pfc_xoff_bytes ({hi}): a paused sender "
+                "resumes at or below the pause threshold"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _ecn_ordered(self) -> SwitchConfig:
         lo, hi = self.ecn_min_bytes, self.ecn_max_bytes
         if lo is not None and hi is not None and lo > hi:
@@ -576,6 +587,11 @@ class Scenario(_Model):
     nic: NicConfig = Field(default_factory=NicConfig)  # type: ignore[arg-type]
     switch: SwitchConfig = Field(default_factory=SwitchConfig)  # type: ignore[arg-type]
     records: RecordsConfig = Field(default_factory=RecordsConfig)  # type: ignore[arg-type]
+    inputs: dict[str, str] = Field(
+        default_factory=dict,
+        description="filled in at load: each input file's resolved path -> SHA-256 of its "
+        "content; rerunning a recorded scenario whose file changed is refused",
+    )
 
     _user_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)
     _unpreset: dict[str, Any] | None = PrivateAttr(default=None)
@@ -622,6 +638,22 @@ class Scenario(_Model):
             )
         return self
 
+    @model_validator(mode="after")
+    def _pfc_fits_the_buffer(self) -> Scenario:
+        """With PFC on and ``switch.buffer_bytes`` given, the buffer must hold XOFF + headroom
+        at the fastest link into a switch (:func:`fabricsim.config.roce.pfc_scenario_problem`)."""
+        problem = pfc_scenario_problem(self.switch, self.topology, self.nic)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+    @model_validator(mode="after")
+    def _inputs_resolved_and_hashed(self) -> Scenario:
+        """Input paths made absolute, their content hashed into ``inputs`` (:mod:`.inputs`);
+        a recorded hash that no longer matches the file is refused."""
+        self._derive("inputs", resolve_inputs(self.workload, self.inputs))
+        return self
+
     _varied_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)
 
     @property
@@ -654,10 +686,17 @@ class Scenario(_Model):
         return apply_overrides(self, overrides)
 
     def to_dict(self) -> dict[str, Any]:
-        """The effective scenario, every default filled in, as plain JSON-able data."""
-        return self.model_dump(mode="json")
+        """The effective scenario, every default filled in, as plain JSON-able data (``inputs``
+        only when the scenario reads an input file)."""
+        out = self.model_dump(mode="json")
+        if not out.get("inputs"):
+            out.pop("inputs", None)
+        return out
 
     def config_hash(self) -> str:
-        """SHA-256 (first 16 hex digits) of the canonical JSON of the effective scenario."""
-        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        """SHA-256 (first 16 hex digits) of the canonical JSON of the effective scenario, with
+        each input file's content hash in place of its path (the same content and settings give
+        the same hash however the path was spelled)."""
+        data = by_content(self.to_dict())
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -39,11 +39,12 @@ Examples
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from fabricsim.config.base import StrictModel
+from fabricsim.units import gbps_to_bps, us_to_ps
 
 RTO_FLOOR_US = 4000.0
 """RoCE: the automatic retransmission timeout is at least this long, us."""
@@ -183,3 +184,66 @@ def dcqcn_ecn_bytes(rate_bps: float) -> tuple[int, int]:
     """The DCQCN paper's ECN thresholds (5 KB / 200 KB at 40 Gbps) scaled to ``rate_bps``."""
     scale = rate_bps / ECN_REFERENCE_BPS
     return int(ECN_MIN_AT_REFERENCE * scale), int(ECN_MAX_AT_REFERENCE * scale)
+
+
+def pfc_buffer_problem(
+    buffer_bytes: int,
+    rate_bps: float,
+    delay_ps: int,
+    mtu_bytes: int,
+    xoff: int | None,
+    xon: int | None,
+    headroom: int | None,
+    ecn_max_bytes: int | None = None,
+) -> str | None:
+    """Why a port buffer of ``buffer_bytes`` cannot hold PFC's thresholds on a ``rate_bps`` link
+    (None when it can): the ingress may hold XOFF + the headroom before the pause takes hold,
+    so the buffer must be at least that, and XON must not be above XOFF.
+
+    >>> print(pfc_buffer_problem(100, 100e9, 1_000_000, 4184, None, None, None))
+    switch.buffer_bytes: must be >= PFC's XOFF + headroom (8368 + 37552 = 45920 bytes at 100 Gbps; got 100): raise it, or lower switch.pfc_xoff_bytes / switch.pfc_headroom_bytes
+    >>> pfc_buffer_problem(200_000, 100e9, 1_000_000, 4184, None, None, None) is None
+    True
+    """
+    off, _, room = pfc_thresholds(
+        buffer_bytes, rate_bps, delay_ps, mtu_bytes, xoff, None, headroom, ecn_max_bytes
+    )
+    at = f"{rate_bps / 1e9:g} Gbps"
+    if xon is not None and xon > off:
+        return (
+            f"switch.pfc_xon_bytes: must be <= PFC's XOFF ({off} bytes at {at}; got {xon}): a "
+            "paused sender resumes at or below the pause threshold"
+        )
+    if off + room <= buffer_bytes:
+        return None
+    return (
+        f"switch.buffer_bytes: must be >= PFC's XOFF + headroom ({off} + {room} = {off + room} "
+        f"bytes at {at}; got {buffer_bytes}): raise it, or lower switch.pfc_xoff_bytes / "
+        "switch.pfc_headroom_bytes"
+    )
+
+
+def pfc_scenario_problem(switch: Any, topology: Any, nic: Any) -> str | None:
+    """:func:`pfc_buffer_problem` of a scenario's sections, at its fastest link into a switch
+    (the largest headroom and, under RoCE, the largest ECN maximum); None when PFC is off, the
+    buffer is ``buffer_bdp``-sized (known only with the fabric) or thresholds are dynamic."""
+    if not switch.pfc or switch.buffer_bytes is None or switch.pfc_dynamic_alpha is not None:
+        return None
+    rates = [topology.host_link_gbps, topology.fabric_link_gbps, topology.core_link_gbps or 0.0]
+    given = topology.host_nic_gbps or []
+    rates += list(given.values() if isinstance(given, dict) else given)
+    rate = gbps_to_bps(max(rates))
+    roce = nic.transport == "roce"
+    ecn = switch.ecn_max_bytes
+    if roce and ecn is None:
+        ecn = dcqcn_ecn_bytes(rate)[1]
+    return pfc_buffer_problem(
+        switch.buffer_bytes,
+        rate,
+        us_to_ps(topology.link_delay_us),
+        nic.rdma_data_mss + nic.header_bytes,
+        switch.pfc_xoff_bytes,
+        switch.pfc_xon_bytes,
+        switch.pfc_headroom_bytes,
+        ecn if roce else None,
+    )

@@ -164,7 +164,7 @@ def _format_one(err: Any, errors: list[Any], cls: type[Any] | None) -> tuple[str
     msg = str(err["msg"])
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
-    named = re.match(r"^([a-z_]+): (.*)$", msg)
+    named = re.match(r"^([a-z_]+(?:\.[a-z_]+)*): (.*)$", msg)
     if kind == "value_error" and named:  # a section's check that names its own field
         field = named[1] if field == "scenario" else f"{field}.{named[1]}"
         msg = named[2]

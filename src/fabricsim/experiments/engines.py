@@ -26,8 +26,9 @@ from dataclasses import dataclass, fields
 from typing import get_args, overload
 
 import numpy as np
+from pydantic import BaseModel
 
-from fabricsim.config.applicability import check_keys_apply
+from fabricsim.config.applicability import check_keys_apply, explicit, shown, value_of
 from fabricsim.config.models import RecordsConfig, Scenario
 from fabricsim.config.workloads import WorkloadConfig
 from fabricsim.errors import ConfigError, EngineRefusal
@@ -115,9 +116,11 @@ class EngineCapabilities:
     workloads: tuple[str, ...]
     """``workload.kind`` values it runs."""
     unread_keys: tuple[str, ...]
-    """User-set keys of mechanisms it does not have: set to a non-default value, refused."""
+    """Keys it does not read (from :data:`KEY_ENGINES`): set explicitly, whatever the value,
+    refused."""
     unread_key_refusal: str
-    """The refusal of an unread key, formatted with ``key`` and ``value``."""
+    """The refusal of an unread key, formatted with ``key``, ``value``, ``readers`` (the
+    engines that read it), ``engine`` (this one) and ``alt`` (the first reader)."""
     packet_budget: bool
     """Whether ``engine.max_packets`` bounds its runs (checked once the flows are known)."""
 
@@ -129,22 +132,103 @@ _PACKET_RECORDS = ("uet_monitor", "uet_transport_stats", "switch_lb_stats", "por
 _WORKLOADS = tuple(m.model_fields["kind"].default for m in get_args(get_args(WorkloadConfig)[0]))
 
 
-# Keys that select or shape a packet-level mechanism the flow engine's fluid model does not have
-# (congestion control, trimming, ECN marking, the priority queue).  Set on a flow run, the
-# user is asking a question the flow engine cannot answer, so the run is refused.  The packet
-# engine's tuning keys (base RTT, RTO, retries, windows, buffers, PDC groups, REPS cache sizes,
-# the timeline sampling interval) are accepted on both engines so that one scenario file
-# serves both; the flow engine does not read them (docs/design.md, "Keys that do nothing").
-PACKET_ONLY_KEYS = (
-    "nic.cc",
-    "switch.trimming",
-    "switch.ecn_min_bytes",
-    "switch.ecn_max_bytes",
-    "switch.header_buffer_bytes",
-    "switch.ecn_max_prob",
-    "nic.transport",
-    "switch.pfc",
+PACKET_LEVEL = ("packet",)
+"""The engines that model packets (``decomposed`` joins when it is registered)."""
+FLOW_LEVEL = ("flow",)
+
+KEY_ENGINES: dict[str, tuple[str, ...]] = {
+    # -- the engine column of DESIGN.md's key table, in one place.  A key (or a section, ending
+    # in ".") -> the engines that read it; a key not listed is read by every engine.  A key
+    # the user sets explicitly (any value, its default too) on an engine not listed is refused.
+    # Keys whose *values* are declared per engine (lb.policy, nic.packet_spraying_type,
+    # switch.load_balancing_method, engine.flow_model's values, workload.kind, the records.*
+    # switches, topology.link_failures) are checked against EngineCapabilities instead; a
+    # records.* switch set to false asks for nothing and runs on every engine.  Where the flow
+    # engine reads a key DESIGN.md lists as packet (the default spraying type's port set:
+    # entropy_mask_bits, starting_port_offset; wire sizes: rdma_data_mss, header_bytes; ACK
+    # bytes of MoE pacing: ack_coalesce, ack_bytes) the code's reading wins: it is "both".
+    "nic.reps_buffer_size_mask_bits": PACKET_LEVEL,
+    "nic.entropy_value_set_size": PACKET_LEVEL,
+    "nic.freezing_timeout_us": PACKET_LEVEL,
+    "nic.failure_detection_rtt_multiplier": PACKET_LEVEL,
+    "nic.initial_base_rtt_us": PACKET_LEVEL,
+    "nic.pdc_groups_enabled": PACKET_LEVEL,
+    "nic.cc": PACKET_LEVEL,
+    "nic.cwnd_bdp": PACKET_LEVEL,
+    "nic.rto_us": PACKET_LEVEL,
+    "nic.max_retries": PACKET_LEVEL,
+    "nic.oblivious_values": PACKET_LEVEL,
+    "nic.rto_backoff": PACKET_LEVEL,
+    "nic.ack_request": PACKET_LEVEL,
+    "nic.control_per_data": PACKET_LEVEL,
+    "nic.reps_recycle_last_hop_nack": PACKET_LEVEL,
+    "nic.reroute_rtts": PACKET_LEVEL,
+    "nic.transport": PACKET_LEVEL,
+    "nic.nscc.": PACKET_LEVEL,
+    "nic.plb.": PACKET_LEVEL,
+    "nic.roce.": PACKET_LEVEL,
+    "nic.dcqcn.": PACKET_LEVEL,
+    "switch.flowlet_gap_us": PACKET_LEVEL,
+    "switch.flowlet_pick": PACKET_LEVEL,
+    "switch.adaptive_quantum_bytes": PACKET_LEVEL,
+    "switch.buffer_bytes": PACKET_LEVEL,
+    "switch.buffer_bdp": PACKET_LEVEL,
+    "switch.trimming": PACKET_LEVEL,
+    "switch.ecn_min_bytes": PACKET_LEVEL,
+    "switch.ecn_max_bytes": PACKET_LEVEL,
+    "switch.header_buffer_bytes": PACKET_LEVEL,
+    "switch.trim_last_queued": PACKET_LEVEL,
+    "switch.scale_buffers_with_rate": PACKET_LEVEL,
+    "switch.ecn_max_prob": PACKET_LEVEL,
+    "switch.pfc": PACKET_LEVEL,
+    "switch.pfc_xoff_bytes": PACKET_LEVEL,
+    "switch.pfc_xon_bytes": PACKET_LEVEL,
+    "switch.pfc_dynamic_alpha": PACKET_LEVEL,
+    "switch.pfc_shared_buffer_bytes": PACKET_LEVEL,
+    "switch.pfc_headroom_bytes": PACKET_LEVEL,
+    "records.timeline_interval_us": PACKET_LEVEL,
+    "engine.flow_model": FLOW_LEVEL,
+    "engine.flow_solver": FLOW_LEVEL,
+}
+
+
+def key_engines(key: str) -> tuple[str, ...] | None:
+    """The engines that read dotted ``key`` (None: every engine), from :data:`KEY_ENGINES`.
+
+    >>> key_engines("nic.nscc.target_delay_us"), key_engines("topology.spines")
+    (('packet',), None)
+    """
+    if key in KEY_ENGINES:
+        return KEY_ENGINES[key]
+    return next((v for k, v in KEY_ENGINES.items() if k.endswith(".") and key.startswith(k)), None)
+
+
+def _every_key() -> list[str]:
+    """Every dotted key of the sections the engine table names (sections expanded)."""
+    out: list[str] = []
+    for section in ("nic", "switch", "records", "engine"):
+        model = Scenario.model_fields[section].annotation
+        for name, info in model.model_fields.items():  # type: ignore[union-attr]
+            sub = info.annotation
+            if isinstance(sub, type) and issubclass(sub, BaseModel):
+                out += [f"{section}.{name}.{n}" for n in sub.model_fields]
+            else:
+                out.append(f"{section}.{name}")
+    return out
+
+
+def unread_keys(engine: str) -> tuple[str, ...]:
+    """The keys ``engine`` does not read, by :data:`KEY_ENGINES` (nested sections expanded)."""
+    return tuple(
+        k for k in _every_key() if (readers := key_engines(k)) is not None and engine not in readers
+    )
+
+
+UNREAD_REFUSAL = (
+    "{key}={value} is read only by the {readers} engine (the {engine} engine has no such "
+    "mechanism); remove it or use --engine {alt}"
 )
+"""The one refusal of a key the chosen engine does not read (formatted per key)."""
 
 FLOW = EngineCapabilities(
     name="flow",
@@ -155,11 +239,8 @@ FLOW = EngineCapabilities(
     link_failures=False,
     flow_models=("max_min", "open_loop"),
     workloads=_WORKLOADS,
-    unread_keys=PACKET_ONLY_KEYS,
-    unread_key_refusal=(
-        "{key}={value} is read only by the packet engine (the flow engine has no such "
-        "mechanism); remove it or use --engine packet"
-    ),
+    unread_keys=unread_keys("flow"),
+    unread_key_refusal=UNREAD_REFUSAL,
     packet_budget=False,
 )
 PACKET = EngineCapabilities(
@@ -171,11 +252,8 @@ PACKET = EngineCapabilities(
     link_failures=True,
     flow_models=(),
     workloads=_WORKLOADS,
-    unread_keys=("engine.flow_model", "engine.flow_solver"),
-    unread_key_refusal=(
-        "{key}={value} is a flow-engine setting; use --engine flow, or remove it for the packet "
-        "engine"
-    ),
+    unread_keys=unread_keys("packet"),
+    unread_key_refusal=UNREAD_REFUSAL,
     packet_budget=True,
 )
 
@@ -222,9 +300,8 @@ def check_supported(sc: Scenario, engine: str) -> None:
     workload against :data:`ENGINES` ``[engine]``.
     """
     caps = capabilities(engine)
-    check_keys_apply(
-        sc, sc.varied_keys, unread_keys=caps.unread_keys, refusal=caps.unread_key_refusal
-    )
+    _check_keys_read(sc, caps)
+    check_keys_apply(sc, sc.varied_keys)
     for name in _RECORDS:
         if getattr(sc.records, name) and name not in caps.records:
             alt = _alternative("records", name)
@@ -250,6 +327,22 @@ def check_supported(sc: Scenario, engine: str) -> None:
         raise _refuse_value("engine.flow_model", sc.engine.flow_model, caps, "flow_models")
     if sc.workload.kind not in caps.workloads:
         raise _refuse_value("workload.kind", sc.workload.kind, caps, "workloads")
+
+
+def _check_keys_read(sc: Scenario, caps: EngineCapabilities) -> None:
+    """Refuse the first key the user set explicitly that ``caps``' engine does not read."""
+    for key in sorted(k for k in sc.user_keys if k in caps.unread_keys):
+        if explicit(sc, key):
+            readers = key_engines(key) or tuple(ENGINES)
+            raise EngineRefusal(
+                caps.unread_key_refusal.format(
+                    key=key,
+                    value=shown(value_of(sc, key)),
+                    readers=" or ".join(readers),
+                    engine=caps.name,
+                    alt=readers[0],
+                )
+            )
 
 
 def estimated_packets(sc: Scenario, flows: FlowTable) -> int:

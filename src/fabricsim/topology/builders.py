@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fabricsim.config.models import TopologyConfig
+from fabricsim.config.suggest import closest
 from fabricsim.errors import ConfigError
 from fabricsim.topology.fabric import CORE, HOST, LEAF, NIC, NVSWITCH, SPINE, Fabric
 from fabricsim.units import gbps_to_bps, us_to_ps
@@ -284,6 +285,8 @@ def _finish(d: _Draft, cfg: TopologyConfig, leaves, top, oversub, pods) -> Fabri
     failed |= withdrawn
     for name, frac in cfg.degraded_links.items():
         rate[_lookup(index, name, "topology.degraded_links")] *= frac
+    for failure in cfg.link_failures:  # checked here, with the other link names, before a run
+        _lookup(index, failure.link, "topology.link_failures")
     uplink = np.zeros(num_hosts, dtype=np.int64)
     downlink = np.zeros(num_hosts, dtype=np.int64)
     host_leaf = np.zeros(num_hosts, dtype=np.int64)
@@ -382,6 +385,9 @@ def _oversubscription(nominal, src, dst, ranks, leaves) -> float:
 
 def _lookup(index: dict[str, int], name: str, field_name: str) -> int:
     if name not in index:
+        best = closest(name, index)
+        if best is not None:
+            raise ConfigError(f"{field_name}: unknown link '{name}'; did you mean '{best}'?")
         example = next(n for n in index if "leaf" in n or "edge" in n)
         raise ConfigError(f"{field_name}: unknown link '{name}' (links are named like '{example}')")
     return index[name]
