@@ -16,6 +16,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING, overload
 
@@ -281,12 +282,32 @@ def human_rate(gbps: float) -> str:
     return f"{_sig(gbps * 1000)} Mbps"
 
 
-def human_share(count: float, total: float) -> str:
-    """A count with its share of a total.
+def share_pct(count: float, total: float) -> str:
+    """``100 x count / total`` as text that never rounds a shortfall away: whole percents,
+    with as many decimals as it takes for a share strictly between 0 and 100 % to read
+    neither ``0`` nor ``100``.
 
-    >>> human_share(748, 1000), human_share(0, 0)
-    ('748 of 1,000 = 75 %', '0 of 0')
+    >>> share_pct(748, 1000), share_pct(1022, 1024), share_pct(99999, 100000)
+    ('75', '99.8', '99.999')
+    >>> share_pct(1, 10**6), share_pct(8, 8), share_pct(0, 8)
+    ('0.0001', '100', '0')
+    """
+    pct = 100.0 * count / total
+    if pct <= 0.0 or pct >= 100.0 or not math.isfinite(pct):
+        return f"{pct:.0f}"
+    for digits in range(0, 13):
+        text = f"{pct:.{digits}f}"
+        if 0.0 < float(text) < 100.0:
+            return text
+    return "< 100" if pct > 50 else "> 0"
+
+
+def human_share(count: float, total: float) -> str:
+    """A count with its share of a total (see :func:`share_pct`: 99.8 % never reads 100 %).
+
+    >>> human_share(748, 1000), human_share(1022, 1024), human_share(0, 0)
+    ('748 of 1,000 = 75 %', '1,022 of 1,024 = 99.8 %', '0 of 0')
     """
     if not total:
         return f"{count:,.0f} of {total:,.0f}"
-    return f"{count:,.0f} of {total:,.0f} = {100 * count / total:.0f} %"
+    return f"{count:,.0f} of {total:,.0f} = {share_pct(count, total)} %"
