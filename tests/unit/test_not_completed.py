@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import fabricsim
-from fabricsim.metrics.readable import human_share, share_pct, summary_rows
+from fabricsim.metrics.readable import summary_rows
 from fabricsim.metrics.summaries import completion_keys, not_completed_warning
+from fabricsim.units import human_share, share_pct
 
 FAILED = {"topology.failed_links": ["leaf0->spine1"]}
 
