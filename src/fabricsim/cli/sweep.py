@@ -12,6 +12,7 @@ from fabricsim.cli.app import EngineOpt, QuietOpt, ScenarioArg, SetOpt, app
 from fabricsim.cli.common import engine_option
 from fabricsim.errors import ConfigError
 from fabricsim.metrics.outdir import check_out_dir
+from fabricsim.metrics.results import dumps_json
 
 if TYPE_CHECKING:
     from fabricsim.experiments import backend
@@ -47,6 +48,9 @@ def sweep(
     ] = 5.0,
     engine: EngineOpt = None,
     set_: SetOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print the outcome and the sweep table as JSON")
+    ] = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Run a scenario over a parameter grid x seeds; one result per point, sweep.parquet."""
@@ -60,9 +64,11 @@ def sweep(
     )
     outcome = sweeps.run_sweep(
         plan, out, workers=workers, scheduler=scheduler, timeout_s=connect_timeout,
-        progress=not quiet and sys.stderr.isatty(),
+        progress=not (quiet or as_json) and sys.stderr.isatty(),
     )  # fmt: skip
-    if not quiet and not outcome.removed:
+    if as_json:
+        typer.echo(dumps_json(sweeps.to_json_data(outcome)), nl=False)
+    elif not quiet and not outcome.removed:
         typer.echo(sweeps.describe(outcome))
     error = sweeps.failure_error(outcome)
     if error is not None:

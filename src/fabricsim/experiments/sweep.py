@@ -372,6 +372,20 @@ def describe(outcome: SweepOutcome) -> str:
     return f"sweep: {n} points ({', '.join(parts)}){where} in {outcome.wall_s:.1f} s -> {outcome.out / TABLE}"
 
 
+def to_json_data(outcome: SweepOutcome) -> dict[str, Any]:
+    """The sweep for ``fabricsim sweep --json``: where it is, which points ran now, were found
+    done or failed (id -> error line), and ``table``: ``sweep.parquet`` as one object per row
+    (NaN as null; wall time left out, so the same sweep gives the same JSON)."""
+    return {
+        "out": str(outcome.out / TABLE) if not outcome.removed else None,
+        "points": len(outcome.table),
+        "ran": outcome.ran,
+        "skipped": outcome.skipped,
+        "failed": outcome.failed,
+        "table": outcome.table.to_dict(orient="records"),
+    }
+
+
 def failure_error(outcome: SweepOutcome) -> FabricsimError | None:
     """The error to raise for failed points (None if none failed).
 
