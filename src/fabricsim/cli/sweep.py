@@ -12,7 +12,7 @@ from fabricsim.cli.app import EngineOpt, QuietOpt, ScenarioArg, SetOpt, app
 from fabricsim.cli.common import engine_option
 from fabricsim.errors import ConfigError
 from fabricsim.metrics.outdir import check_out_dir
-from fabricsim.metrics.results import dumps_json
+from fabricsim.metrics.results import check_table_format, dumps_json
 
 if TYPE_CHECKING:
     from fabricsim.experiments import backend
@@ -51,10 +51,14 @@ def sweep(
     as_json: Annotated[
         bool, typer.Option("--json", help="print the outcome and the sweep table as JSON")
     ] = False,
+    table_format: Annotated[
+        str, typer.Option("--format", help="points' tables as parquet (default) or csv")
+    ] = "parquet",
     quiet: QuietOpt = False,
 ) -> None:
     """Run a scenario over a parameter grid x seeds; one result per point, sweep.parquet."""
     check_out_dir(out, "sweep")  # before planning: a bad --out fails at once
+    check_table_format(table_format)
     if workers is not None and scheduler is not None:
         raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")
     backend.check_workers(workers)
@@ -64,7 +68,7 @@ def sweep(
     )
     outcome = sweeps.run_sweep(
         plan, out, workers=workers, scheduler=scheduler, timeout_s=connect_timeout,
-        progress=not (quiet or as_json) and sys.stderr.isatty(),
+        progress=not (quiet or as_json) and sys.stderr.isatty(), table_format=table_format,
     )  # fmt: skip
     if as_json:
         typer.echo(dumps_json(sweeps.to_json_data(outcome)), nl=False)
