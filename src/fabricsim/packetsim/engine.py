@@ -135,16 +135,32 @@ def check_packet_scenario(sc: Scenario) -> None:
             "move flows between members at gaps, so REPS's entropy feedback loses its meaning",
             stacklevel=3,
         )
-    if (
-        sc.lb.policy == "qp_scaling"
-        and sc.nic.pdc_groups_enabled
-        and sc.nic.packet_spraying_type == "none"
-    ):
+    if sc.lb.policy == "qp_scaling" and sc.nic.packet_spraying_type == "none":
+        _warn_qp_paths(sc)
+
+
+def _warn_qp_paths(sc: Scenario) -> None:
+    """Warn where qp_scaling's QPs to one peer end on one path (spraying none).
+
+    A PDC group's QPs share its entropy value (the first QP's source port); with
+    ``lb.qp_field=dst_qp`` each QP still carries its own destination QP, so they take their
+    own paths exactly when the switches hash it (``dst_qp`` in ``switch.hash_fields``).
+    """
+    if sc.lb.qp_field == "dst_qp":
+        if "dst_qp" not in sc.switch.hash_fields:
+            warnings.warn(
+                "lb.qp_field=dst_qp: the QPs differ only in the destination QP, which "
+                "switch.hash_fields does not include, so a peer's QPs take one path; add "
+                "dst_qp to switch.hash_fields for one path per QP",
+                stacklevel=4,
+            )
+    elif sc.nic.pdc_groups_enabled:
         warnings.warn(
             "lb.policy=qp_scaling with nic.pdc_groups_enabled and spraying none: concurrent "
-            "connections to one peer share their PDC group's entropy value (one path); set "
-            "nic.pdc_groups_enabled=false for one path per QP",
-            stacklevel=3,
+            "connections to one peer share their PDC group's source port (one path); set "
+            "nic.pdc_groups_enabled=false or lb.qp_field=dst_qp with dst_qp in "
+            "switch.hash_fields for one path per QP",
+            stacklevel=4,
         )
 
 
