@@ -75,6 +75,7 @@ class EngineOutput:
     start_s: np.ndarray | None = None  # actual start (dependent flows start when released)
     acked_s: np.ndarray | None = None  # packet engine: the sender saw the message all ACKed
     repaths: np.ndarray | None = None  # packet engine: the flow's path moved (plb, rod); else 0
+    paths: np.ndarray | None = None  # per flow: how many paths it took (``path`` names them)
 
 
 def wire_bytes(size_bytes: int, mss: int, header_bytes: int) -> int:

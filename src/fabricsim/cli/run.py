@@ -182,7 +182,9 @@ def run(
         if preset is not None:
             raise ConfigError("--preset: name a scenario (the default study has its own fabric)")
         if table_format != "parquet":
-            raise ConfigError(f"--format {table_format}: name a scenario (the study writes Parquet)")
+            raise ConfigError(
+                f"--format {table_format}: name a scenario (the default study writes Parquet)"
+            )
         if engine not in (None, "flow"):
             raise ConfigError(
                 f"--engine {engine}: the default study (ark: ~4e8 packets) runs on the flow "

@@ -63,7 +63,6 @@ from fabricsim.packetsim.core import (
 )
 from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_member_choices
 from fabricsim.rng import stream
-from fabricsim.routing.dag import MAX_PATH_LABELS
 from fabricsim.routing.router import Router
 from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import NIC, NVSWITCH, Fabric
@@ -583,15 +582,6 @@ class PacketEngine:
         progress(ps_to_s(sim.now))
 
     # -- output --------------------------------------------------------------------------------
-    def _flow_path(self, flow: int) -> str:
-        labels: dict[str, None] = {}
-        for pdc in self.pdcs[flow]:
-            labels.update(pdc.path_labels())
-        labels.pop("", None)  # a live member choice's route before its switches chose
-        if len(labels) > MAX_PATH_LABELS:
-            return f"{len(labels)} paths"
-        return ";".join(labels)
-
     def counters(self) -> dict[str, int]:
         """Engine counters for ``summary.json`` (deterministic)."""
         all_pdcs = [p for ps in self.pdcs for p in ps]
@@ -675,16 +665,20 @@ class PacketEngine:
                 for i in range(n)
             ]
         )
+        cells, counts, by_path = rec.flow_paths(self.pdcs)
         out = EngineOutput(
             finish,
             delivered,
-            [self._flow_path(i) for i in range(n)],
+            cells,
             entropy,
             summary,
             timing,
             start_s=started,
             acked_s=acked,
         )
+        out.paths = counts
+        if by_path is not None:
+            out.tables["flow_paths"] = by_path
         out.repaths, self.host_repaths = count_repaths(self.pdcs, self.start_ps, self.sim.now)
         if self.sc.nic.packet_spraying_type in REPATHING:
             summary["repaths"] = int(sum(self.host_repaths.values()))
