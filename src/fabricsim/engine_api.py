@@ -70,7 +70,7 @@ class EngineOutput:
     entropy: np.ndarray
     summary: dict[str, Any] = field(default_factory=dict)
     timing: dict[str, Any] = field(default_factory=dict)
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    tables: dict[str, pd.DataFrame | dict[str, Any]] = field(default_factory=dict)  # or columns
     json_records: dict[str, Any] = field(default_factory=dict)
     start_s: np.ndarray | None = None  # actual start (dependent flows start when released)
     acked_s: np.ndarray | None = None  # packet engine: the sender saw the message all ACKed

@@ -57,7 +57,8 @@ class Result:
     timing : dict
         ``timing.json``: wall time and engine speed (not deterministic).
     tables : dict of str to pandas.DataFrame
-        Record tables by file stem (``timeline_links``, ``port_stats``, ``uet_monitor`` ...).
+        Record tables by file stem (``timeline_links``, ``port_stats``, ``uet_monitor``,
+        ``flow_paths`` ...); given as :data:`Columns`, made DataFrames when first read.
     json_records : dict
         JSON records by file stem (``uet_transport_stats`` ...).
 
@@ -70,14 +71,14 @@ class Result:
         summary: dict[str, Any],
         flows: pd.DataFrame | Columns,
         timing: dict[str, Any] | None = None,
-        tables: dict[str, pd.DataFrame] | None = None,
+        tables: dict[str, pd.DataFrame | Columns] | None = None,
         json_records: dict[str, Any] | None = None,
     ) -> None:
         self.scenario = scenario
         self.summary = summary
         self._flows = flows
         self.timing = {} if timing is None else timing
-        self.tables = {} if tables is None else tables
+        self._tables: dict[str, pd.DataFrame | Columns] = {} if tables is None else tables
         self.json_records = {} if json_records is None else json_records
 
     @property
@@ -89,6 +90,17 @@ class Result:
     @flows.setter
     def flows(self, df: pd.DataFrame) -> None:
         self._flows = df
+
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        for name, table in self._tables.items():  # perf: as flows, DataFrames when first read
+            if isinstance(table, dict):
+                self._tables[name] = pd.DataFrame(table)
+        return self._tables  # type: ignore[return-value]
+
+    @tables.setter
+    def tables(self, tables: dict[str, pd.DataFrame]) -> None:
+        self._tables = tables  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         s = self.summary
@@ -147,11 +159,13 @@ class Result:
             files["flows.parquet"] = columns_parquet_bytes(self._flows)
         else:
             files["flows.parquet"] = parquet_bytes(self._flows)
-        for name, df in self.tables.items():
+        for name, table in self._tables.items():
             if table_format == "csv":
-                files[f"{name}.csv"] = csv_bytes(df)
+                files[f"{name}.csv"] = csv_bytes(pd.DataFrame(table))
+            elif isinstance(table, dict):
+                files[f"{name}.parquet"] = columns_parquet_bytes(table)
             else:
-                files[f"{name}.parquet"] = parquet_bytes(df)
+                files[f"{name}.parquet"] = parquet_bytes(table)
         for name, data in self.json_records.items():
             files[f"{name}.json"] = dumps_json(data).encode()
         files[MARKER] = marker_text("run").encode()

@@ -266,17 +266,17 @@ def _frame(names: Sequence[str], columns: list[str], index: array, rest: tuple) 
     return pd.DataFrame(data)
 
 
-FLOW_PATHS_COLUMNS = ("flow_id", "path", "packets")
-
-
-def flow_paths(pdcs: Sequence[Sequence[Any]]) -> tuple[list[str], np.ndarray, pd.DataFrame | None]:
+def flow_paths(
+    pdcs: Sequence[Sequence[Any]],
+) -> tuple[list[str], np.ndarray, dict[str, Any] | None]:
     """Per flow the ``path`` cell and the ``paths`` count, and the ``flow_paths`` table.
 
     ``path`` names the paths a flow's data took, in first-use order, joined by ``;`` (empty
     past :data:`~fabricsim.routing.dag.MAX_PATH_LABELS`: ``paths`` counts them).
     ``flow_paths`` has one row per (flow, path) with the data packets sent on that path
     (retransmissions included), in flow-id then first-use order; None when no flow took more
-    than one path (the flow table says it all then).
+    than one path (the flow table says it all then).  The table is given as columns (perf: a
+    run that only writes its files never imports pandas).
 
     Parameters
     ----------
@@ -298,13 +298,11 @@ def flow_paths(pdcs: Sequence[Sequence[Any]]) -> tuple[list[str], np.ndarray, pd
         rows.append((flow, per))
     if counts.max(initial=0) <= 1:
         return cells, counts, None
-    table = pd.DataFrame(
-        {
-            "flow_id": np.repeat(np.arange(len(pdcs), dtype=np.int64), counts),
-            "path": [label for _, per in rows for label in per],
-            "packets": np.array([n for _, per in rows for n in per.values()], dtype=np.int64),
-        }
-    )
+    table = {
+        "flow_id": np.repeat(np.arange(len(pdcs), dtype=np.int64), counts),
+        "path": [label for _, per in rows for label in per],
+        "packets": np.array([n for _, per in rows for n in per.values()], dtype=np.int64),
+    }
     return cells, counts, table
 
 
