@@ -7,6 +7,9 @@ Examples
 >>> res = fabricsim.run(sc, engine="flow")
 >>> 0 < res.summary["step_efficiency"] <= 1
 True
+>>> import tempfile
+>>> fabricsim.load_run(res.save(tempfile.mkdtemp() + "/run")).summary == res.summary
+True
 """
 
 import os as _os
@@ -30,7 +33,7 @@ _core_build.install()  # before anything imports a compiled module (FABRICSIM_PU
 from fabricsim._compat import LazyModule as _LazyModule  # noqa: E402
 from fabricsim.config import Scenario, builtin_names, load_scenario  # noqa: E402
 from fabricsim.errors import ConfigError, EngineRefusal, FabricsimError  # noqa: E402
-from fabricsim.metrics import Result  # noqa: E402
+from fabricsim.metrics import Result, load_run  # noqa: E402
 from fabricsim.runner import run  # noqa: E402
 
 if _TYPE_CHECKING:
@@ -64,6 +67,7 @@ __all__ = [
     "Result",
     "Scenario",
     "builtin_names",
+    "load_run",
     "load_scenario",
     "run",
     "study",

@@ -70,10 +70,12 @@ class EngineOutput:
     entropy: np.ndarray
     summary: dict[str, Any] = field(default_factory=dict)
     timing: dict[str, Any] = field(default_factory=dict)
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    tables: dict[str, pd.DataFrame | dict[str, Any]] = field(default_factory=dict)  # or columns
     json_records: dict[str, Any] = field(default_factory=dict)
     start_s: np.ndarray | None = None  # actual start (dependent flows start when released)
     acked_s: np.ndarray | None = None  # packet engine: the sender saw the message all ACKed
+    repaths: np.ndarray | None = None  # packet engine: the flow's path moved (plb, rod); else 0
+    paths: np.ndarray | None = None  # per flow: how many paths it took (``path`` names them)
 
 
 def wire_bytes(size_bytes: int, mss: int, header_bytes: int) -> int:

@@ -41,7 +41,7 @@ from fabricsim.analysis.run_files import (
 )
 from fabricsim.config.models import TopologyConfig
 from fabricsim.topology import build_fabric
-from fabricsim.topology.fabric import HOST, PARALLEL_MARK, TIER_NAMES, Fabric, label_hops
+from fabricsim.topology.fabric import HOST, NIC, PARALLEL_MARK, TIER_NAMES, Fabric, label_hops
 
 __all__ = [
     "Diagnostics",
@@ -156,15 +156,33 @@ def _uplink_bytes(flows: pd.DataFrame, fabric: Fabric) -> pd.DataFrame:
     steps = _steps(flows).to_numpy()
     rows: list[tuple[Any, str, str, float]] = []
     sizes = flows["size_bytes"].to_numpy(dtype=float)
+    first = _source_nics(flows, fabric)
     for i, path in enumerate(flows["path"].to_numpy()):
         paths = _split_paths(path) if isinstance(path, str) else []
         for hops in paths:
             share = sizes[i] / len(paths)
+            hops = hops if first[i] is None else [first[i], *hops]
             for a, b in zip(hops, hops[1:], strict=False):
                 ia, ib = index.get(_node(a)), index.get(_node(b))
                 if ia is not None and ib is not None and tier[ib] > tier[ia]:
                     rows.append((steps[i], _node(a), b, share))
     return pd.DataFrame(rows, columns=["step", "switch", "neighbor", "bytes"])
+
+
+def _source_nics(flows: pd.DataFrame, fabric: Fabric) -> list[str | None]:
+    """Per flow, the NIC node its source host sends through (multi-plane, PXN), else None.
+
+    Path labels name switches only; the NIC's choice (a plane) is a stage of its own, so the
+    uplink loads put it back in front of the label.
+    """
+    nic_of: dict[str, str] = {}
+    for link in range(fabric.num_links):
+        a, b = int(fabric.link_src[link]), int(fabric.link_dst[link])
+        if fabric.node_tier[a] == HOST and fabric.node_tier[b] == NIC:
+            nic_of[fabric.node_names[a]] = fabric.node_names[b]
+    if not nic_of or "src" not in flows.columns:
+        return [None] * len(flows)
+    return [nic_of.get(str(src)) for src in flows["src"].to_numpy()]
 
 
 def _up_neighbors(fabric: Fabric) -> dict[str, list[str]]:

@@ -13,6 +13,7 @@ from fabricsim.cli.app import EngineOpt, PresetOpt, QuietOpt, ScenarioArg, SetOp
 from fabricsim.cli.common import engine_option
 from fabricsim.config.loader import load_scenario, parse_set_options
 from fabricsim.metrics.outdir import claim_out_dir
+from fabricsim.metrics.results import dumps_json
 
 if TYPE_CHECKING:
     from fabricsim.experiments import backend
@@ -44,6 +45,9 @@ def compare(
         str | None, typer.Option("--methods", help="comma-separated subset of the methods")
     ] = None,
     workers: Annotated[int, typer.Option("--workers", help="parallel processes")] = 1,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print the comparison (methods and runs) as JSON")
+    ] = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Every load-balancing method on one fabric: one table and a bar chart.
@@ -67,9 +71,11 @@ def compare(
         out=target,
         methods=chosen,
         workers=workers,
-        progress=print_progress if not quiet and sys.stderr.isatty() else None,
+        progress=print_progress if not (quiet or as_json) and sys.stderr.isatty() else None,
         figures=plots.compare_figures,
     )
-    if not quiet:
+    if as_json:
+        typer.echo(dumps_json(comparison.to_json_data(result)), nl=False)
+    elif not quiet:
         typer.echo(comparison.format_table(result.table))
         typer.echo(f"wrote {target}/ (compare.csv, runs.csv, compare.png, one directory per run)")

@@ -39,7 +39,7 @@ from fabricsim.errors import ConfigError
 from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
 from fabricsim.metrics.outdir import claim_out_dir
 from fabricsim.metrics.readable import METRIC_LABELS, PRIMARY_MARK, delta_text, summary_rows
-from fabricsim.metrics.results import dumps_json
+from fabricsim.metrics.results import check_table_format, dumps_json
 from fabricsim.units import human_number, human_share, seconds_unit
 
 if TYPE_CHECKING:
@@ -181,14 +181,22 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="print the run's summary (summary.json) as JSON")
     ] = False,
+    table_format: Annotated[
+        str, typer.Option("--format", help="tables as parquet (default) or csv")
+    ] = "parquet",
     quiet: QuietOpt = False,
 ) -> None:
     """Run a scenario (no SCENARIO: the default ARK KV-cache study, ECMP vs ARK)."""
+    check_table_format(table_format)
     out_dir = out_path(out, "--out")
     engine = engine_option(engine)
     if scenario is None:
         if preset is not None:
             raise ConfigError("--preset: name a scenario (the default study has its own fabric)")
+        if table_format != "parquet":
+            raise ConfigError(
+                f"--format {table_format}: name a scenario (the default study writes Parquet)"
+            )
         if engine not in (None, "flow"):
             raise ConfigError(
                 f"--engine {engine}: the default study (ark: ~4e8 packets) runs on the flow "
@@ -213,7 +221,7 @@ def run(
         res = fabricsim.run(sc, engine=engine, progress=bar if bar.progress else None)
     finally:
         bar.stop()
-    res.save(target)
+    res.save(target, table_format)
     if as_json:
         typer.echo(dumps_json(res.summary), nl=False)
     elif not quiet:

@@ -12,6 +12,7 @@ from fabricsim.cli.app import EngineOpt, QuietOpt, ScenarioArg, SetOpt, app
 from fabricsim.cli.common import engine_option
 from fabricsim.errors import ConfigError
 from fabricsim.metrics.outdir import claim_out_dir
+from fabricsim.metrics.results import check_table_format, dumps_json
 
 if TYPE_CHECKING:
     from fabricsim.experiments import backend
@@ -47,10 +48,17 @@ def sweep(
     ] = 5.0,
     engine: EngineOpt = None,
     set_: SetOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print the outcome and the sweep table as JSON")
+    ] = False,
+    table_format: Annotated[
+        str, typer.Option("--format", help="points' tables as parquet (default) or csv")
+    ] = "parquet",
     quiet: QuietOpt = False,
 ) -> None:
     """Run a scenario over a parameter grid x seeds; one result per point, sweep.parquet."""
     claim_out_dir(out, "sweep")  # before planning: a bad or busy --out fails at once
+    check_table_format(table_format)
     if workers is not None and scheduler is not None:
         raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")
     backend.check_workers(workers)
@@ -60,9 +68,11 @@ def sweep(
     )
     outcome = sweeps.run_sweep(
         plan, out, workers=workers, scheduler=scheduler, timeout_s=connect_timeout,
-        progress=not quiet and sys.stderr.isatty(),
+        progress=not (quiet or as_json) and sys.stderr.isatty(), table_format=table_format,
     )  # fmt: skip
-    if not quiet and not outcome.removed:
+    if as_json:
+        typer.echo(dumps_json(sweeps.to_json_data(outcome)), nl=False)
+    elif not quiet and not outcome.removed:
         typer.echo(sweeps.describe(outcome))
     error = sweeps.failure_error(outcome)
     if error is not None:

@@ -45,7 +45,10 @@ from fabricsim.experiments.runs import run_tasks
 from fabricsim.metrics.outdir import prepare_out_dir
 from fabricsim.units import s_to_us
 
-__all__ = ["MAX_SEEDS", "TABLE_COLUMNS", "Comparison", "compare", "format_table", "summarize"]
+__all__ = [
+    "MAX_SEEDS", "TABLE_COLUMNS", "Comparison", "compare", "format_table", "summarize",
+    "to_json_data",
+]  # fmt: skip
 
 MAX_SEEDS = 10_000  # runs per method in one comparison
 
@@ -241,6 +244,16 @@ def summarize(runs: pd.DataFrame, engine: str) -> pd.DataFrame:
     best = table["fct_mean_us"].min()
     table["vs_best"] = table["fct_mean_us"] / best if best and best > 0 else math.nan
     return table[TABLE_COLUMNS].reset_index(drop=True)
+
+
+def to_json_data(result: Comparison) -> dict[str, Any]:
+    """The comparison for ``fabricsim compare --json``: ``methods`` (one object per row of
+    :data:`TABLE_COLUMNS`), ``runs`` (one per run) and ``out``; NaN as null."""
+    return {
+        "methods": result.table.to_dict(orient="records"),
+        "runs": result.runs.to_dict(orient="records"),
+        "out": None if result.out is None else str(result.out),
+    }
 
 
 def format_table(table: pd.DataFrame) -> str:

@@ -85,6 +85,20 @@ def describe_fabric(sc: Scenario) -> str:
     return text
 
 
+def _leaf_pairs(sc: Scenario, src_leaf: int, dst_leaf: int) -> str:
+    """``host i to host 8+i``: the host names a leaf-to-leaf step pairs (hosts are numbered leaf
+    by leaf); ``host i of each leaf`` where a leaf's hosts are not known from the keys alone."""
+    t = sc.topology
+    per = {"leaf_spine": t.hosts_per_leaf, "fat_tree": t.hosts_per_edge or t.k // 2}.get(t.kind)
+    if per is None:
+        return "host i to host i of each leaf"
+
+    def name(leaf: int) -> str:
+        return f"host {leaf * per}+i" if leaf else "host i"
+
+    return f"{name(src_leaf)} to {name(dst_leaf)}"
+
+
 def describe_workload(sc: Scenario) -> str:
     """The workload in one line (kind, size, rate, distribution)."""
     w: Any = sc.workload
@@ -109,7 +123,7 @@ def describe_workload(sc: Scenario) -> str:
         return f"incast: {w.senders} senders → host {w.receiver}, {human_bytes(w.size_bytes)} each"
     if kind == "leaf_to_leaf":
         return (
-            f"leaf {w.src_leaf} → leaf {w.dst_leaf}: host i to host i, "
+            f"leaf {w.src_leaf} → leaf {w.dst_leaf}: {_leaf_pairs(sc, w.src_leaf, w.dst_leaf)}, "
             f"{human_bytes(w.size_bytes)} each"
         )
     if kind == "collective":

@@ -10,6 +10,7 @@ A sweep directory holds::
     DIR/points/<id>/           each point's run output (summary.json, flows.parquet, ...)
     DIR/points/<id>/point.json the point's parameters, seed and summary (written last)
     DIR/sweep.parquet          every point's parameters and summary, in row order
+    DIR/sweep.csv              the same table as CSV (``--format csv``; the points' tables too)
 
 Points are ordered grid-major (the first ``--grid`` key varies slowest, the zipped keys
 together form the last axis), then by seed.  Every file is written atomically (a temporary
@@ -76,7 +77,9 @@ from fabricsim.experiments.sweep_store import (
     store_point,
 )
 from fabricsim.metrics.outdir import MARKER, check_out_dir, make_sweep_dir
-from fabricsim.metrics.results import atomic_write, write_parquet
+from fabricsim.metrics.results import atomic_write, check_table_format, csv_bytes, write_parquet
+
+CSV_TABLE = "sweep.csv"  # the sweep table as CSV (``--format csv``)
 
 
 def run_point(task: dict[str, Any]) -> dict[str, Any]:
@@ -85,7 +88,8 @@ def run_point(task: dict[str, Any]) -> dict[str, Any]:
     Parameters
     ----------
     task
-        ``{"id", "scenario" (effective scenario dict), "engine" (or None)}``.
+        ``{"id", "scenario" (effective scenario dict), "engine" (or None), "format"
+        (optional: ``parquet`` or ``csv``, how its tables are written)}``.
 
     Returns
     -------
@@ -96,6 +100,8 @@ def run_point(task: dict[str, Any]) -> dict[str, Any]:
     try:
         # the planner checked the point (with the user's keys); this is its effective scenario
         res = run(effective_scenario(task["scenario"]), engine=task["engine"])
+        # in memory: a killed worker leaves nothing
+        files = res.to_files(task.get("format", "parquet"))
     except Exception as exc:  # noqa: BLE001 - reported per point, the sweep goes on
         config_error = isinstance(exc, ConfigError)
         text = str(exc) if config_error else f"{type(exc).__name__}: {exc}"
@@ -105,7 +111,7 @@ def run_point(task: dict[str, Any]) -> dict[str, Any]:
             "error": (text.splitlines() or [type(exc).__name__])[0],
             "config_error": config_error,
         }
-    files = dict(sorted(res.to_files().items()))  # in memory: a killed worker leaves nothing
+    files = dict(sorted(files.items()))
     return {"id": task["id"], "ok": True, "summary": res.summary, "files": files}
 
 
@@ -168,6 +174,7 @@ def run_sweep(
     scheduler: str | None = None,
     timeout_s: float = 5.0,
     progress: bool = False,
+    table_format: str = "parquet",
 ) -> SweepOutcome:
     """Run the points of ``plan`` that ``out`` does not hold yet, then aggregate the table.
 
@@ -185,6 +192,10 @@ def run_sweep(
         How long to try to reach the scheduler, s.
     progress
         Show a progress bar with ETA when stderr is a terminal.
+    table_format
+        ``parquet`` or ``csv``: how the points' tables are written (``--format``); with
+        ``csv`` the sweep table is also written as ``sweep.csv`` (``sweep.parquet`` is always
+        written: resuming reads it).  Points found done keep the format they were written in.
 
     Returns
     -------
@@ -206,11 +217,13 @@ def run_sweep(
     """
     wall0 = time.perf_counter()
     _check_run_args(out, workers, scheduler, timeout_s)
+    check_table_format(table_format)
     out = Path(out)
     manifest = manifest_of(plan)
     check_manifest(out, manifest)
     todo = [p for p in plan.points if not point_done(out, p)]
-    return _run_todo(plan, out, todo, manifest, wall0, (workers, scheduler, timeout_s), progress)
+    where = (workers, scheduler, timeout_s)
+    return _run_todo(plan, out, todo, manifest, wall0, where, progress, table_format)
 
 
 def _check_run_args(
@@ -233,6 +246,7 @@ def _run_todo(
     wall0: float,
     where: tuple[int | None, str | None, float],
     progress: bool,
+    table_format: str = "parquet",
 ) -> SweepOutcome:
     """Run ``todo`` (points of ``plan`` not in ``out`` yet) and write or rebuild the table.
 
@@ -260,13 +274,14 @@ def _run_todo(
                 atomic_write(out / MANIFEST, dumps(manifest))
             if backend is not None:
                 driving, backend = backend, None  # _drive closes it, whatever happens
-                _drive(driving, plan, todo, out, progress, ran, failed, refused, lost)
+                tasks = [p.task(engine=plan.engine, format=table_format) for p in todo]
+                _drive(driving, tasks, todo, out, progress, ran, failed, refused, lost)
             removed = fresh and not ran and bool(failed) and set(failed) <= refused
             if removed:  # every point refused as bad input: leave no directory behind
                 _undo_fresh(out, created)
                 table = aggregate_plan(plan)
             else:
-                table = _write_table(out)
+                table = _write_table(out, table_format)
     except BaseException:
         if backend is not None:
             backend.close(cancel=True)
@@ -284,7 +299,7 @@ def _run_todo(
 
 def _drive(
     backend: Any,
-    plan: SweepPlan,
+    tasks: list[dict[str, Any]],
     todo: list[RunSpec],
     out: Path,
     progress: bool,
@@ -293,10 +308,10 @@ def _drive(
     refused: set[str],
     lost: set[str],
 ) -> None:
-    """Submit every point and store results as they complete; cancel everything on any error."""
+    """Submit every point (``tasks``, one per point of ``todo``) and store results as they
+    complete; cancel everything on any error."""
     bar = _Bar(len(todo), progress)
     try:
-        tasks = [p.task(engine=plan.engine) for p in todo]
         for i, fut in completed(backend, run_point, tasks):
             point = todo[i]
             try:
@@ -330,7 +345,7 @@ def _undo_fresh(out: Path, created: list[Path]) -> None:
             with contextlib.suppress(OSError):
                 d.rmdir()
         return
-    for name in (MANIFEST, MARKER, TABLE):
+    for name in (MANIFEST, MARKER, TABLE, CSV_TABLE):
         with contextlib.suppress(OSError):
             (out / name).unlink()
     shutil.rmtree(out / POINTS, ignore_errors=True)
@@ -349,9 +364,12 @@ def aggregate_plan(plan: SweepPlan) -> pd.DataFrame:
     )
 
 
-def _write_table(out: Path) -> pd.DataFrame:
-    """Aggregate the points into ``sweep.parquet`` (written atomically)."""
+def _write_table(out: Path, table_format: str = "parquet") -> pd.DataFrame:
+    """Aggregate the points into ``sweep.parquet`` (and ``sweep.csv`` with ``csv``), each
+    written atomically."""
     table = aggregate(out)
+    if table_format == "csv":
+        atomic_write(out / CSV_TABLE, csv_bytes(table))
     tmp = out / f".{TABLE}.{os.getpid()}.tmp"
     try:
         write_parquet(table, tmp)
@@ -370,6 +388,20 @@ def describe(outcome: SweepOutcome) -> str:
         parts.append(f"{len(outcome.failed)} failed")
     where = f" on {outcome.backend}" if outcome.backend else ""
     return f"sweep: {n} points ({', '.join(parts)}){where} in {outcome.wall_s:.1f} s -> {outcome.out / TABLE}"
+
+
+def to_json_data(outcome: SweepOutcome) -> dict[str, Any]:
+    """The sweep for ``fabricsim sweep --json``: where it is, which points ran now, were found
+    done or failed (id -> error line), and ``table``: ``sweep.parquet`` as one object per row
+    (NaN as null; wall time left out, so the same sweep gives the same JSON)."""
+    return {
+        "out": str(outcome.out / TABLE) if not outcome.removed else None,
+        "points": len(outcome.table),
+        "ran": outcome.ran,
+        "skipped": outcome.skipped,
+        "failed": outcome.failed,
+        "table": outcome.table.to_dict(orient="records"),
+    }
 
 
 def failure_error(outcome: SweepOutcome) -> FabricsimError | None:
@@ -423,6 +455,7 @@ def sweep(
     engine: str | None = None,
     out: str | Path | None = None,
     workers: int | None = 1,
+    table_format: str = "parquet",
 ) -> pd.DataFrame:
     """The Python form of ``fabricsim sweep``: dicts in, the sweep table (``sweep.parquet``) out.
 
@@ -441,7 +474,9 @@ def sweep(
     with contextlib.ExitStack() as stack:
         if out is None:
             out = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "sweep"
-        outcome = run_sweep(plan, out, workers=IN_PROCESS if workers == 1 else workers)
+        outcome = run_sweep(
+            plan, out, workers=IN_PROCESS if workers == 1 else workers, table_format=table_format
+        )
         error = failure_error(outcome)
         if error is not None:
             raise error

@@ -379,6 +379,7 @@ class FlowEngine:
         f, fab = self.flows, self.fabric
         n = len(f)
         delivered = np.zeros(n)
+        counts = np.zeros(n, dtype=np.int64)
         for flow in range(n):
             conns = self.conns[flow]
             wire_total = sum(c.wire for c in conns)
@@ -388,7 +389,7 @@ class FlowEngine:
                 delivered[flow] = min(np.floor(f.size_bytes[flow] * frac), f.size_bytes[flow] - 1)
             else:
                 delivered[flow] = f.size_bytes[flow]
-            self.labels[flow] = self._path_column(conns)
+            self.labels[flow], counts[flow] = self._path_column(conns)
         tops = [fab.node_names[s] for s in fab.top_switches]
         out = EngineOutput(
             finish_s=self.finish,
@@ -396,6 +397,7 @@ class FlowEngine:
             path=self.labels,
             entropy=self.entropy,
             start_s=self.started,
+            paths=counts,
             summary={
                 "events": int(self.events),
                 "link_counters_match_flows": self._conservation_ok(),
@@ -440,11 +442,11 @@ class FlowEngine:
 
         return reason_of_flows(why(f) for f in np.flatnonzero(np.isnan(self.finish)).tolist())
 
-    def _path_column(self, conns: Sequence[_Conn]) -> str:
-        """The flow's paths by name, or ``"N paths"`` past :data:`MAX_PATH_LABELS` (as the
-        packet engine writes it); a connection spread over more paths than that is counted,
-        not named, so a flow of several such connections shows the most any one of them
-        takes (a lower bound if they spread over different paths)."""
+    def _path_column(self, conns: Sequence[_Conn]) -> tuple[str, int]:
+        """The flow's paths by name (empty past :data:`MAX_PATH_LABELS`, as the packet engine
+        writes it) and how many (the ``paths`` column); a connection spread over more paths
+        than that is counted, not named, so a flow of several such connections counts the
+        most any one of them takes (a lower bound if they spread over different paths)."""
         fab = self.fabric
         labels: dict[str, None] = {}
         unnamed = 0
@@ -457,7 +459,7 @@ class FlowEngine:
             else:
                 unnamed = max(unnamed, shares.paths)
         n = max(len(labels), unnamed)
-        return f"{n} paths" if n > MAX_PATH_LABELS else ";".join(labels)
+        return ("" if n > MAX_PATH_LABELS else ";".join(labels)), n
 
     def _timeline_tables(self, tops: list[str]) -> dict[str, pd.DataFrame]:
         names = np.array(self.fabric.link_names)

@@ -1,5 +1,5 @@
 """Output tables, summaries and workload-specific summary keys."""
 
-from fabricsim.metrics.results import Result, dumps_json, percentiles
+from fabricsim.metrics.results import Result, dumps_json, load_run, percentiles
 
-__all__ = ["Result", "dumps_json", "percentiles"]
+__all__ = ["Result", "dumps_json", "load_run", "percentiles"]

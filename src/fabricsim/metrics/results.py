@@ -16,8 +16,10 @@ import numpy as np
 import yaml
 
 from fabricsim._compat import pa, pd, pq
+from fabricsim.config.loader import load_scenario
 from fabricsim.config.models import Scenario
-from fabricsim.metrics.outdir import MARKER, marker_text, prepare_out_dir
+from fabricsim.errors import ConfigError
+from fabricsim.metrics.outdir import MARKER, marker_text, output_kind, prepare_out_dir
 from fabricsim.metrics.readable import summary_rows
 from fabricsim.units import human_seconds
 
@@ -55,7 +57,8 @@ class Result:
     timing : dict
         ``timing.json``: wall time and engine speed (not deterministic).
     tables : dict of str to pandas.DataFrame
-        Record tables by file stem (``timeline_links``, ``port_stats``, ``uet_monitor`` ...).
+        Record tables by file stem (``timeline_links``, ``port_stats``, ``uet_monitor``,
+        ``flow_paths`` ...); given as :data:`Columns`, made DataFrames when first read.
     json_records : dict
         JSON records by file stem (``uet_transport_stats`` ...).
 
@@ -68,14 +71,14 @@ class Result:
         summary: dict[str, Any],
         flows: pd.DataFrame | Columns,
         timing: dict[str, Any] | None = None,
-        tables: dict[str, pd.DataFrame] | None = None,
+        tables: dict[str, pd.DataFrame | Columns] | None = None,
         json_records: dict[str, Any] | None = None,
     ) -> None:
         self.scenario = scenario
         self.summary = summary
         self._flows = flows
         self.timing = {} if timing is None else timing
-        self.tables = {} if tables is None else tables
+        self._tables: dict[str, pd.DataFrame | Columns] = {} if tables is None else tables
         self.json_records = {} if json_records is None else json_records
 
     @property
@@ -87,6 +90,17 @@ class Result:
     @flows.setter
     def flows(self, df: pd.DataFrame) -> None:
         self._flows = df
+
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        for name, table in self._tables.items():  # perf: as flows, DataFrames when first read
+            if isinstance(table, dict):
+                self._tables[name] = pd.DataFrame(table)
+        return self._tables  # type: ignore[return-value]
+
+    @tables.setter
+    def tables(self, tables: dict[str, pd.DataFrame]) -> None:
+        self._tables = tables  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         s = self.summary
@@ -107,8 +121,12 @@ class Result:
         )
         return f"<table><caption>{title}</caption>{cells}</table>"
 
-    def save(self, out_dir: str | Path) -> Path:
+    def save(self, out_dir: str | Path, table_format: str = "parquet") -> Path:
         """Write the output directory, replacing a previous fabricsim output whole.
+
+        ``table_format`` is ``parquet`` (default) or ``csv`` (every table as CSV, floats
+        written so they read back exactly: for people without Parquet tools);
+        :func:`load_run` reads either.
 
         The files are written into a temporary sibling directory that is then swapped in
         (:mod:`fabricsim.metrics.outdir`): no file of an earlier output survives, and an
@@ -116,34 +134,161 @@ class Result:
         output directory (a file, a non-empty directory that is not a fabricsim output, a
         sweep directory, ...) raises :class:`~fabricsim.errors.ConfigError`.
         """
+        check_table_format(table_format)
         with prepare_out_dir(out_dir, "run").staging() as tmp:
-            self.write_files(tmp)
+            self.write_files(tmp, table_format)
         return Path(out_dir)
 
-    def write_files(self, directory: str | Path) -> None:
+    def write_files(self, directory: str | Path, table_format: str = "parquet") -> None:
         """Write this run's files into the existing ``directory`` (with the output marker)."""
         d = Path(directory)
-        for name, data in self.to_files().items():
+        for name, data in self.to_files(table_format).items():
             (d / name).write_bytes(data)
 
-    def to_files(self) -> dict[str, bytes]:
+    def to_files(self, table_format: str = "parquet") -> dict[str, bytes]:
         """The output directory's files as bytes, by name (what :meth:`save` writes)."""
+        check_table_format(table_format)
         files = {
             "summary.json": dumps_json(self.summary).encode(),
             "timing.json": dumps_json(self.timing).encode(),
             "config.yaml": yaml.safe_dump(self.scenario.to_dict(), sort_keys=False).encode(),
-            "flows.parquet": (
-                columns_parquet_bytes(self._flows)
-                if isinstance(self._flows, dict)
-                else parquet_bytes(self._flows)
-            ),
         }
-        for name, df in self.tables.items():
-            files[f"{name}.parquet"] = parquet_bytes(df)
+        if table_format == "csv":
+            files["flows.csv"] = csv_bytes(self.flows)
+        elif isinstance(self._flows, dict):
+            files["flows.parquet"] = columns_parquet_bytes(self._flows)
+        else:
+            files["flows.parquet"] = parquet_bytes(self._flows)
+        for name, table in self._tables.items():
+            if table_format == "csv":
+                files[f"{name}.csv"] = csv_bytes(pd.DataFrame(table))
+            elif isinstance(table, dict):
+                files[f"{name}.parquet"] = columns_parquet_bytes(table)
+            else:
+                files[f"{name}.parquet"] = parquet_bytes(table)
         for name, data in self.json_records.items():
             files[f"{name}.json"] = dumps_json(data).encode()
         files[MARKER] = marker_text("run").encode()
         return files
+
+
+TABLE_FORMATS = ("parquet", "csv")
+"""How :meth:`Result.save` writes tables (``--format``)."""
+
+
+def check_table_format(table_format: str) -> None:
+    """Raise :class:`ConfigError` unless ``table_format`` is one of :data:`TABLE_FORMATS`."""
+    if table_format not in TABLE_FORMATS:
+        raise ConfigError(
+            f"--format: must be one of {', '.join(TABLE_FORMATS)} (got {table_format!r})"
+        )
+
+
+def csv_bytes(df: pd.DataFrame) -> bytes:
+    """A table as CSV: header, no index, ``\\n`` line ends, nulls empty, floats as Python's
+    shortest repr (they read back exactly, :func:`read_csv_table`)."""
+    return df.to_csv(index=False, lineterminator="\n").encode()
+
+
+def read_csv_table(path: Path) -> pd.DataFrame:
+    """A table :func:`csv_bytes` wrote (floats exact; an empty text cell is ``""``, not NaN)."""
+    df = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    for col in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col]):
+            df[col] = df[col].fillna("")  # text columns: an empty cell was an empty string
+    return df
+
+
+def load_run(run_dir: str | os.PathLike[str]) -> Result:
+    """A saved run (``fabricsim run --out DIR``, :meth:`Result.save`) as the :class:`Result`
+    :func:`fabricsim.run` returned: ``scenario``, ``summary``, ``flows``, ``timing``,
+    ``tables`` (DataFrames) and ``json_records``; Parquet or CSV tables (``--format csv``).
+
+    Raises
+    ------
+    ConfigError
+        One line naming the directory when it is not a run's output (missing, a sweep, a
+        comparison, a study, a foreign directory) or a file in it is unreadable.
+
+    Examples
+    --------
+    >>> import tempfile, fabricsim
+    >>> res = fabricsim.run(fabricsim.load_scenario("ecmp-collision"), engine="flow")
+    >>> d = res.save(tempfile.mkdtemp() + "/run", table_format="csv")
+    >>> back = load_run(d)
+    >>> back.summary == res.summary, back.flows.equals(res.flows)
+    (True, True)
+    """
+    d = Path(run_dir)
+    kind = output_kind(d) if d.is_dir() else None
+    if kind != "run":
+        raise ConfigError(f"{d}: {_not_a_run(d, kind)}")
+    summary = _read_json(d / "summary.json")
+    timing = _read_json(d / "timing.json") if (d / "timing.json").is_file() else {}
+    scenario = _read_scenario(d / "config.yaml")
+    tables: dict[str, pd.DataFrame] = {}
+    json_records: dict[str, Any] = {}
+    for path in sorted(d.iterdir()):
+        if path.suffix in (".parquet", ".csv") and path.is_file():
+            tables[path.stem] = _read_table(path)
+        elif path.suffix == ".json" and path.name not in ("summary.json", "timing.json"):
+            json_records[path.stem] = _read_json(path)
+    flows = tables.pop("flows", None)
+    if flows is None:
+        raise ConfigError(f"{d}: no flows.parquet or flows.csv (every run writes one)")
+    return Result(scenario, summary, flows, timing, tables, json_records)
+
+
+def _not_a_run(d: Path, kind: str | None) -> str:
+    if not d.exists():
+        return "no such directory"
+    if not d.is_dir():
+        return "not a directory; name a run's output directory"
+    where = {
+        "sweep": "a fabricsim sweep, not one run; load a point (DIR/points/<id>) or read "
+        "DIR/sweep.parquet",
+        "compare": "a fabricsim comparison, not one run; load a run (DIR/<method>/seed-<N>) "
+        "or read DIR/compare.csv",
+        "study": "a fabricsim study, not one run; load one of its run directories or read "
+        "DIR/study.csv",
+    }
+    return where.get(
+        str(kind),
+        "not a fabricsim run output (no .fabricsim marker, or summary.json and config.yaml); "
+        "name a directory written by `fabricsim run --out` or Result.save",
+    )
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{path}: unreadable or not JSON ({_why(exc)})") from None
+
+
+def _read_scenario(path: Path) -> Scenario:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: unreadable or not YAML ({_why(exc)})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: must hold the run's scenario (a YAML mapping)")
+    try:
+        return load_scenario(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {_why(exc)}") from None
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    try:
+        return read_csv_table(path) if path.suffix == ".csv" else pd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow and pandas raise many kinds for a bad file
+        raise ConfigError(f"{path}: not a readable table ({_why(exc)})") from None
+
+
+def _why(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return (lines[0] if lines else type(exc).__name__)[:200]
 
 
 def atomic_write(path: Path, data: bytes | str) -> None:

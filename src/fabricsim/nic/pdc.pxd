@@ -63,7 +63,8 @@ cdef class Pdc:
     cdef public double rate_cap_bps, next_send_ps, floor_bytes
     cdef public long long first_entropy
     cdef public dict routes_used
-    cdef public long long sent, retransmitted, rkey, rkey_back, acked_ps, qp_bits
+    cdef public object last_route
+    cdef public long long sent, retransmitted, rkey, rkey_back, acked_ps, qp_bits, last_run
 
     @cython.locals(psn=cython.longlong, size=cython.longlong, retx=cython.bint, st=bytearray,
                    cc=CongestionControl)

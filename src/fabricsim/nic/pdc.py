@@ -274,6 +274,7 @@ class Pdc:
         "acked_pkts", "acked_bytes", "inflight", "retx", "group", "spray", "cc", "nic", "env",
         "in_active", "closed", "failed", "rx", "rto_q", "rto_at", "rto_tok", "fd_q", "fd_at",
         "rate_cap_bps", "next_send_ps", "wake_pending", "first_entropy", "routes_used", "sent",
+        "last_route", "last_run",
         "retransmitted", "paced", "rkey", "rkey_back", "floor_bytes", "acked_ps", "feedback",
         "qp_bits",
     )
@@ -334,14 +335,38 @@ class Pdc:
         self.rkey_back = route_key(dst, self.src)  # ... of its ACKs
         self.qp_bits = src_port & ~0xFFFF  # lb.qp_field dst_qp: the QP, on every entropy
         self.first_entropy = -1  # entropy of its first data packet (-1: none sent yet)
-        # the routes its data took, in first-use order (their labels: path_labels)
-        self.routes_used: dict[Route, None] = {}
+        # the routes its data took, in first-use order (their labels: path_labels), with the
+        # packets sent on each before the current run (route_packets adds the run)
+        self.routes_used: dict[Route, int] = {}
+        self.last_route: Route | None = None  # the route of the current run of packets
+        self.last_run = 0  # packets sent in that run
         self.sent = self.retransmitted = 0
 
     def path_labels(self) -> dict[str, None]:
         """The labels of the paths its data took, in first-use order (empty: a live member
         choice's route before its switches chose)."""
         return dict.fromkeys([route.label for route in self.routes_used])
+
+    def route_packets(self) -> dict[Route, int]:
+        """Data packets (retransmissions included) sent on each route, in first-use order.
+
+        A live member choice's packets count twice: on the route the NIC hashed (label
+        empty) and, when the switches have chosen, on the route they took (forwarding).
+        """
+        counts = dict(self.routes_used)
+        if self.last_route is not None:
+            counts[self.last_route] += self.last_run
+        return counts
+
+    def _new_run(self, route: Route) -> None:
+        """Start a run of packets on ``route``: the previous run is added to its route."""
+        used = self.routes_used
+        last = self.last_route
+        if last is not None:
+            used[last] += self.last_run
+        if route not in used:
+            used[route] = 0
+        self.last_route, self.last_run = route, 0
 
     # -- sending ---------------------------------------------------------------------------
     def sendable(self) -> bool:
@@ -414,9 +439,9 @@ class Pdc:
         self.sent += 1
         if self.first_entropy < 0:
             self.first_entropy = entropy
-        if route.user is not self:  # perf: a route already recorded by this PDC is skipped
-            route.user = self
-            self.routes_used[route] = None
+        if route is not self.last_route:  # perf: a run on one route costs one C increment
+            self._new_run(route)
+        self.last_run += 1
         if env.monitor is not None:
             env.monitor.add(
                 now,

@@ -46,6 +46,7 @@ from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.flowsim.engine import slowest_rate_bps
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
+from fabricsim.lb.repath import REPATHING, count_repaths
 from fabricsim.lb.reps import exploration_window_packets
 from fabricsim.metrics.summaries import reason_of_flows
 from fabricsim.nic.nic import Nic
@@ -65,7 +66,6 @@ from fabricsim.packetsim.core import (
 )
 from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_member_choices
 from fabricsim.rng import stream
-from fabricsim.routing.dag import MAX_PATH_LABELS
 from fabricsim.routing.router import Router
 from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import NIC, NVSWITCH, Fabric
@@ -141,16 +141,32 @@ def check_packet_scenario(sc: Scenario) -> None:
             "move flows between members at gaps, so REPS's entropy feedback loses its meaning",
             stacklevel=3,
         )
-    if (
-        sc.lb.policy == "qp_scaling"
-        and sc.nic.pdc_groups_enabled
-        and sc.nic.packet_spraying_type == "none"
-    ):
+    if sc.lb.policy == "qp_scaling" and sc.nic.packet_spraying_type == "none":
+        _warn_qp_paths(sc)
+
+
+def _warn_qp_paths(sc: Scenario) -> None:
+    """Warn where qp_scaling's QPs to one peer end on one path (spraying none).
+
+    A PDC group's QPs share its entropy value (the first QP's source port); with
+    ``lb.qp_field=dst_qp`` each QP still carries its own destination QP, so they take their
+    own paths exactly when the switches hash it (``dst_qp`` in ``switch.hash_fields``).
+    """
+    if sc.lb.qp_field == "dst_qp":
+        if "dst_qp" not in sc.switch.hash_fields:
+            warnings.warn(
+                "lb.qp_field=dst_qp: the QPs differ only in the destination QP, which "
+                "switch.hash_fields does not include, so a peer's QPs take one path; add "
+                "dst_qp to switch.hash_fields for one path per QP",
+                stacklevel=4,
+            )
+    elif sc.nic.pdc_groups_enabled:
         warnings.warn(
             "lb.policy=qp_scaling with nic.pdc_groups_enabled and spraying none: concurrent "
-            "connections to one peer share their PDC group's entropy value (one path); set "
-            "nic.pdc_groups_enabled=false for one path per QP",
-            stacklevel=3,
+            "connections to one peer share their PDC group's source port (one path); set "
+            "nic.pdc_groups_enabled=false or lb.qp_field=dst_qp with dst_qp in "
+            "switch.hash_fields for one path per QP",
+            stacklevel=4,
         )
 
 
@@ -235,6 +251,7 @@ class PacketEngine:
         self._pdc_class = RocePdc if sc.nic.transport == "roce" else Pdc
         n = len(flows)
         self.pdcs: list[list[Pdc]] = [[] for _ in range(n)]
+        self.host_repaths: dict[int, int] = {}  # per sending host: its repaths (plb, rod)
         self.pending = np.zeros(n, dtype=np.int64)
         self.finish_ps = np.full(n, -1, dtype=np.int64)
         self.start_ps = np.full(n, -1, dtype=np.int64)
@@ -586,15 +603,6 @@ class PacketEngine:
             progress(ps_to_s(sim.now))
 
     # -- output --------------------------------------------------------------------------------
-    def _flow_path(self, flow: int) -> str:
-        labels: dict[str, None] = {}
-        for pdc in self.pdcs[flow]:
-            labels.update(pdc.path_labels())
-        labels.pop("", None)  # a live member choice's route before its switches chose
-        if len(labels) > MAX_PATH_LABELS:
-            return f"{len(labels)} paths"
-        return ";".join(labels)
-
     def counters(self) -> dict[str, int]:
         """Engine counters for ``summary.json`` (deterministic)."""
         all_pdcs = [p for ps in self.pdcs for p in ps]
@@ -697,16 +705,23 @@ class PacketEngine:
                 for i in range(n)
             ]
         )
+        cells, counts, by_path = rec.flow_paths(self.pdcs)
         out = EngineOutput(
             finish,
             delivered,
-            [self._flow_path(i) for i in range(n)],
+            cells,
             entropy,
             summary,
             timing,
             start_s=started,
             acked_s=acked,
         )
+        out.paths = counts
+        if by_path is not None:
+            out.tables["flow_paths"] = by_path
+        out.repaths, self.host_repaths = count_repaths(self.pdcs, self.start_ps, self.sim.now)
+        if self.sc.nic.packet_spraying_type in REPATHING:
+            summary["repaths"] = int(sum(self.host_repaths.values()))
         self._add_records(out)
         return out
 
@@ -749,6 +764,12 @@ class PacketEngine:
             stats = rec.transport_stats(self.nics, fab.node_names)
             stats["total"]["packets_retransmitted"] = out.summary["packets_retransmitted"]
             stats["total"]["packets_trimmed"] = out.summary["packets_trimmed"]
+            if self.sc.nic.packet_spraying_type in REPATHING:  # sender side, as retransmissions
+                for nic in self.nics:
+                    stats["nics"][fab.node_names[nic.host]]["repaths"] = self.host_repaths.get(
+                        nic.host, 0
+                    )
+                stats["total"]["repaths"] = out.summary["repaths"]
             out.json_records["uet_transport_stats"] = stats
         if self.sampler is not None:
             out.tables.update(self.sampler.tables())

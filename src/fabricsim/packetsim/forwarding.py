@@ -177,7 +177,8 @@ class Decider:
                 hops = self._grow(m)
             route = self.done[m]
             if route is not None:  # the last choice: the packet's path is known
-                pkt.pdc.routes_used[route] = None
+                used = pkt.pdc.routes_used
+                used[route] = used.get(route, 0) + 1
                 spine = self.table.spine
                 if spine is not None:
                     spine.touch(route.tops, pkt.pdc.flow)

@@ -3,6 +3,7 @@
 * ``uet_monitor``: one row per data packet sent (the PDC adds it to a
   :class:`~fabricsim.nic.pdc.MonitorLog`, in columns; this module builds the table).
 * ``uet_transport_stats``: per-NIC transport counters (JSON).
+* ``flow_paths`` (always, when a flow took several paths): data packets per (flow, path).
 * ``port_stats``: per port bytes, packets, ECN marks, trims, drops and peak queue.
 * ``switch_lb_stats``: bytes and packets per member of every multi-member ECMP group, counted
   by the member's port as the packet enters it (``Port.lbrec``: destination host -> counts).
@@ -23,6 +24,7 @@ from fabricsim._compat import pd
 from fabricsim.errors import ConfigError
 from fabricsim.nic.pdc import MonitorLog
 from fabricsim.packetsim.core import Port, Sim
+from fabricsim.routing.dag import MAX_PATH_LABELS
 from fabricsim.topology.fabric import Fabric
 from fabricsim.units import ps_to_s, ps_to_us, transmitted_bytes
 
@@ -269,6 +271,46 @@ def _frame(names: Sequence[str], columns: list[str], index: array, rest: tuple) 
             col, dtype=np.float64 if col.typecode == "d" else np.int64
         ).copy()
     return pd.DataFrame(data)
+
+
+def flow_paths(
+    pdcs: Sequence[Sequence[Any]],
+) -> tuple[list[str], np.ndarray, dict[str, Any] | None]:
+    """Per flow the ``path`` cell and the ``paths`` count, and the ``flow_paths`` table.
+
+    ``path`` names the paths a flow's data took, in first-use order, joined by ``;`` (empty
+    past :data:`~fabricsim.routing.dag.MAX_PATH_LABELS`: ``paths`` counts them).
+    ``flow_paths`` has one row per (flow, path) with the data packets sent on that path
+    (retransmissions included), in flow-id then first-use order; None when no flow took more
+    than one path (the flow table says it all then).  The table is given as columns (perf: a
+    run that only writes its files never imports pandas).
+
+    Parameters
+    ----------
+    pdcs
+        Per flow, its sending PDCs (:meth:`~fabricsim.nic.pdc.Pdc.route_packets`).
+    """
+    cells: list[str] = []
+    counts = np.zeros(len(pdcs), dtype=np.int64)
+    rows: list[tuple[int, dict[str, int]]] = []
+    for flow, conns in enumerate(pdcs):
+        per: dict[str, int] = {}
+        for pdc in conns:
+            for route, packets in pdc.route_packets().items():
+                label = route.label
+                if label:  # empty: a live member choice's route before its switches chose
+                    per[label] = per.get(label, 0) + packets
+        counts[flow] = len(per)
+        cells.append("" if len(per) > MAX_PATH_LABELS else ";".join(per))
+        rows.append((flow, per))
+    if counts.max(initial=0) <= 1:
+        return cells, counts, None
+    table = {
+        "flow_id": np.repeat(np.arange(len(pdcs), dtype=np.int64), counts),
+        "path": [label for _, per in rows for label in per],
+        "packets": np.array([n for _, per in rows for n in per.values()], dtype=np.int64),
+    }
+    return cells, counts, table
 
 
 def transport_stats(nics: Sequence[Any], names: Sequence[str]) -> dict[str, Any]:

@@ -34,7 +34,8 @@ from fabricsim.units import ps_to_s
 __all__ = ["LinkShares", "PairDags", "MAX_PATH_LABELS"]
 
 MAX_PATH_LABELS = 8
-"""Paths a flow's ``path`` column lists by name; a flow on more shows ``"N paths"``."""
+"""Paths a flow's ``path`` column lists by name; a flow on more has an empty ``path`` (its
+``paths`` column counts them; the packet engine's ``flow_paths`` table names them)."""
 
 _CACHE = 4096  # (first switch, leaf) DAGs kept (perf: bounded; a k = 64 fabric has 4 M pairs)
 _BEST_LEAVES = 64  # leaves whose fastest delays are kept (perf: bounded, a node count each)

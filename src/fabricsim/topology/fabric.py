@@ -342,6 +342,9 @@ class Fabric:
     def path_label(self, path: tuple[int, ...]) -> str:
         """Switch names along the path joined by ``>`` (the ``path`` column).
 
+        Only switches are named: the NIC nodes of a multi-plane or PXN fabric (a host's ports)
+        are left out, so every label starts at the first switch and ends at the last.
+
         A switch reached over a parallel link carries the link's suffix (``spine1#1``), so
         two paths over different parallel links have different labels.
 
@@ -359,8 +362,10 @@ class Fabric:
         """
         if len(path) < 2:
             return ""
-        first = self.node_names[int(self.link_dst[path[0]])]
-        return ">".join([first, *(self.link_hop[link] for link in path[1:-1])])
+        hop, tier, dst = self.link_hop, self.node_tier, self.link_dst
+        # one format on every fabric: switches only, so a NIC node (multi-plane, PXN) is left
+        # out and every label starts at the first switch, as on a fabric without NIC nodes
+        return ">".join([hop[link] for link in path[:-1] if tier[dst[link]] != NIC])
 
     def path_delay_ps(self, path: tuple[int, ...]) -> int:
         return int(sum(int(self.link_delay_ps[link]) for link in path))
