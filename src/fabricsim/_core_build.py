@@ -60,11 +60,20 @@ HASH_SUFFIX = ".srchash"
 
 
 def digest(source: str | os.PathLike[str]) -> str:
-    """Hash of a module's source and of the C types declared beside it (``.pxd``)."""
+    """Hash of a module's source and of every compiled module's C type declarations.
+
+    Every ``.pxd``, not only the module's own: a module that ``cimport``s another's class is
+    compiled against that class's layout (a field added to ``nic/pdc.pxd`` changes the object
+    ``nic/nic`` reads), so a build is current only while every declaration it saw is."""
     h = hashlib.sha256()
-    for path in (str(source), str(source)[: -len(".py")] + ".pxd"):
-        if os.path.exists(path):
-            with open(path, "rb") as fh:
+    with open(source, "rb") as fh:
+        h.update(fh.read())
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(COMPILED):
+        pxd = os.path.join(here, *name.split(".")[1:]) + ".pxd"
+        h.update(name.encode())
+        if os.path.exists(pxd):
+            with open(pxd, "rb") as fh:
                 h.update(fh.read())
     return h.hexdigest()
 

@@ -122,3 +122,28 @@ def test_compiled_and_pure_agree_on_random_small_scenarios():
         assert c["over"] == p["over"]
         for part in ("summary", "flows", "tables"):
             assert c[part] == p[part], (part, c["over"])
+
+
+def test_a_build_is_stale_when_a_cimported_declaration_changes(tmp_path):
+    """A module compiled against another's ``.pxd`` (``cimport``) is stale when that ``.pxd``
+    changes, not only when its own source does: the runtime check and the build's reuse of a
+    compiled module read this one hash (a reused ``nic`` built against an older ``Pdc`` layout
+    warned "size changed" at import)."""
+    import importlib.util
+    import shutil
+
+    from fabricsim import _core_build
+
+    pkg = tmp_path / "fabricsim"
+    (pkg / "nic").mkdir(parents=True)
+    shutil.copy(_core_build.__file__, pkg / "_core_build.py")
+    (pkg / "nic" / "nic.py").write_text("x = 1\n")
+    (pkg / "nic" / "pdc.pxd").write_text("cdef class Pdc:\n    cdef public long long a\n")
+    spec = importlib.util.spec_from_file_location("copied_core_build", pkg / "_core_build.py")
+    copied = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(copied)
+    before = copied.digest(pkg / "nic" / "nic.py")
+    (pkg / "nic" / "pdc.pxd").write_text("cdef class Pdc:\n    cdef public long long a, b\n")
+    assert copied.digest(pkg / "nic" / "nic.py") != before
+    (pkg / "nic" / "pdc.pxd").write_text("cdef class Pdc:\n    cdef public long long a\n")
+    assert copied.digest(pkg / "nic" / "nic.py") == before
