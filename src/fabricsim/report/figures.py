@@ -226,14 +226,22 @@ def moe_utilization_png(
 ) -> bytes:
     """Receiver link utilization over time (the hot receiver, and all receivers weighted by
     capacity) per run, and each run's mean active destinations per sender k(t) with the fluid
-    model's k(t) (``active`` and ``model``: times in s, counts)."""
+    model's k(t) (``active`` and ``model``: times in s, counts).
+
+    A run's table may lack ``hot_utilization`` (the flow engine's open-loop model writes only
+    ``receiver_utilization``): its line is then left out, never an error.
+    """
     fig = _figure(figsize=(11, 3.8), layout="constrained")
     ax_u, ax_k = fig.subplots(1, 2)
     for label, tl in series.items():
         t = tl["time_s"].to_numpy(dtype=float) * 1e6
-        line = ax_u.step(t, tl["hot_utilization"], where="post", label=f"{label}: hot receiver")
-        ax_u.step(t, tl["receiver_utilization"], where="post", ls=":",
-                  color=line[0].get_color(), label=f"{label}: all receivers")  # fmt: skip
+        color = None
+        if "hot_utilization" in tl.columns:
+            hot = ax_u.step(t, tl["hot_utilization"], where="post", label=f"{label}: hot receiver")
+            color = hot[0].get_color()
+        if "receiver_utilization" in tl.columns:
+            ax_u.step(t, tl["receiver_utilization"], where="post", ls=":" if color else "-",
+                      color=color, label=f"{label}: all receivers")  # fmt: skip
     for label, (t, k) in active.items():
         ax_k.step(t * 1e6, k, where="post", label=label)
     if model is not None:

@@ -18,6 +18,7 @@ import numpy as np
 from fabricsim._compat import pd
 from fabricsim.analysis import moe_incast as mi
 from fabricsim.experiments.study import LABELS, METRICS
+from fabricsim.report.guard import guarded
 
 __all__ = [
     "compare_figures",
@@ -50,8 +51,11 @@ def compare_png(table: pd.DataFrame, title: str) -> bytes:
 
 
 def compare_figures(directory: Path, table: pd.DataFrame, title: str) -> None:
-    """``compare.png`` (:func:`compare_png`) in a comparison's output directory."""
-    (Path(directory) / "compare.png").write_bytes(compare_png(table, title))
+    """``compare.png`` (:func:`compare_png`) in a comparison's output directory (left out with
+    one warning line if it cannot be drawn: the comparison's runs are kept)."""
+    png = guarded("figure compare.png", lambda: compare_png(table, title))
+    if png is not None:
+        (Path(directory) / "compare.png").write_bytes(png)
 
 
 # -- the ARK study -----------------------------------------------------------------------------

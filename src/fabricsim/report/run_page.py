@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from fabricsim.errors import ConfigError
 from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
 from fabricsim.metrics.readable import summary_rows
 from fabricsim.report import figures
+from fabricsim.report.guard import guarded
 from fabricsim.report.html import Section, dict_table, scaled
 
 #: section ids (stable: tests and links rely on them)
@@ -267,23 +269,32 @@ def run_sections(run_dir: Path) -> list[Section]:
     flows = read_table(run_dir / "flows.parquet", required=True)
     title = "\n".join(describe_lines(config, summary)) or None
     out: list[Section] = [summary_section(summary, config)]
+    label = policy_label(config)
     if flows is not None:
         fct = flows["fct_s"].to_numpy(dtype=float)
         ttft = {k: summary[k] for k in _TTFT_KEYS if summary.get(k) is not None}
-        extra = pd.DataFrame([{"policy": policy_label(config), **ttft}]) if ttft else None
-        out += fct_sections({policy_label(config): fct}, extra, title)
+        extra = pd.DataFrame([{"policy": label, **ttft}]) if ttft else None
+        out += guarded("section fct-cdf", lambda: fct_sections({label: fct}, extra, title)) or []
     cct = summary.get("cct_inflation")
-    cct_sec = (
-        cct_section({policy_label(config): float(cct)}, None, title) if cct is not None else None
-    )
-    for sec in (
-        spine_section(run_dir, "", title),
-        link_section(run_dir, "", title),
-        moe_section(run_dir, config, flows, title),
-        cct_sec,
-        diagnostics_section(run_dir),
-    ):
+    builders: dict[str, Callable[[], Section | None]] = {
+        "spine-heatmap": lambda: spine_section(run_dir, "", title),
+        "link-timelines": lambda: link_section(run_dir, "", title),
+        "moe-incast": lambda: moe_section(run_dir, config, flows, title),
+        "cct-inflation": lambda: (
+            cct_section({label: float(cct)}, None, title) if cct is not None else None
+        ),
+        "diagnostics": lambda: diagnostics_section(run_dir),
+        "config": lambda: config_section(run_dir),
+    }
+    return out + built_sections(builders)
+
+
+def built_sections(builders: dict[str, Callable[[], Section | None]]) -> list[Section]:
+    """Each builder's section, in order; one that fails is left out with one warning line
+    naming it (:func:`~fabricsim.report.guard.guarded`), the rest of the page is kept."""
+    out = []
+    for sid, build in builders.items():
+        sec = guarded(f"section {sid}", build)
         if sec is not None:
             out.append(sec)
-    cfg = config_section(run_dir)
-    return out + ([cfg] if cfg is not None else [])
+    return out

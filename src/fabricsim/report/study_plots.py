@@ -7,7 +7,7 @@ Every title names the scenario, engine and seeds, and the fabric and workload in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from fabricsim.metrics.readable import METRIC_LABELS
 from fabricsim.metrics.results import Result
 from fabricsim.report import figures
 from fabricsim.report.figures import FIGURE_FORMAT
+from fabricsim.report.guard import guarded
 from fabricsim.units import seconds_unit
 
 __all__ = ["ark_figures", "paired_figures", "study_title"]
@@ -47,9 +48,12 @@ def study_title(study: PairedStudy, what: str, params: dict[str, Any] | None = N
 
 
 def _save(plt: Any, fig: Any, path: Path, fmt: str) -> Path:
-    fig.savefig(path.with_suffix(f".{fmt}"), dpi=110, bbox_inches="tight")
+    """Write ``fig`` to ``<path>.<fmt>`` (the suffix appended: ``cdf_zipf_s0.25`` keeps its
+    ``.25``) and close it."""
+    out = path.with_name(f"{path.name}.{fmt}")
+    fig.savefig(out, dpi=110, bbox_inches="tight")
     plt.close(fig)
-    return path.with_suffix(f".{fmt}")
+    return out
 
 
 def _ttft(flows: Any) -> np.ndarray:
@@ -190,62 +194,71 @@ def plot_moe(study: PairedStudy, params: dict[str, Any], directory: Path, fmt: s
         flows = study.results(params, value)[0].flows
         active[f"{key}={value}"] = (times, moe_incast.active_destinations(flows, times))
     label = point_label(params) or "all"
-    token = FIGURE_FORMAT.set(fmt)
-    try:
-        title = study_title(
-            study, f"MoE incast at {point_title(params)} (seed {study.seeds[0]})", params
-        )
-        files = {
-            f"moe_queue_{label}": figures.moe_queue_png(series, None, title),
-            f"moe_utilization_{label}": figures.moe_utilization_png(series, active, None, title),
-        }
-    finally:
-        FIGURE_FORMAT.reset(token)
+    title = study_title(study, f"MoE incast at {point_title(params)} (seed {study.seeds[0]})", params)
+    draws = {
+        f"moe_queue_{label}": lambda: figures.moe_queue_png(series, None, title),
+        f"moe_utilization_{label}": lambda: figures.moe_utilization_png(series, active, None, title),
+    }
     out = []
-    for stem, data in files.items():
-        path = directory / f"{stem}.{fmt}"
-        path.write_bytes(data)
-        out.append(path)
+    for stem, draw in draws.items():
+        token = FIGURE_FORMAT.set(fmt)
+        try:
+            data = guarded(f"figure {stem}", draw)
+        finally:
+            FIGURE_FORMAT.reset(token)
+        if data is not None:
+            path = directory / f"{stem}.{fmt}"
+            path.write_bytes(data)
+            out.append(path)
     return out
+
+
+def _add(out: list[Path], stem: str, draw: Callable[[], Path | list[Path] | None]) -> None:
+    """Append what ``draw`` wrote to ``out``; a figure that fails is skipped with one warning
+    line naming it (the study's runs are already written)."""
+    got = guarded(f"figure {stem}", draw)
+    if isinstance(got, list):
+        out += got
+    elif got is not None:
+        out.append(got)
 
 
 def paired_figures(directory: Path, study: PairedStudy, fmt: str = "png") -> list[Path]:
     """Every figure of a study into ``directory``: ``cdf_<point>``, ``vs_grid`` (one grid key),
     ``heatmap_<point>`` (with spine timelines), ``moe_queue_<point>`` and
-    ``moe_utilization_<point>`` (MoE runs with timelines); returns the files written."""
+    ``moe_utilization_<point>`` (MoE runs with timelines); returns the files written.
+
+    A figure that cannot be drawn is left out with one warning line on stderr naming it.
+    """
     out: list[Path] = []
     d = Path(directory)
     for params in study.points():
         label = point_label(params) or "all"
-        out.append(plot_point_cdfs(study, params, d / f"cdf_{label}", fmt))
-        heat = plot_heatmaps(study, params, d / f"heatmap_{label}", fmt)
-        if heat is not None:
-            out.append(heat)
+        _add(out, f"cdf_{label}", lambda: plot_point_cdfs(study, params, d / f"cdf_{label}", fmt))
+        _add(out, f"heatmap_{label}",
+             lambda: plot_heatmaps(study, params, d / f"heatmap_{label}", fmt))  # fmt: skip
         out += plot_moe(study, params, d, fmt)
-    grid = plot_vs_grid(study, d / "vs_grid", fmt)
-    if grid is not None:
-        out.append(grid)
+    _add(out, "vs_grid", lambda: plot_vs_grid(study, d / "vs_grid", fmt))
     return out
 
 
 def ark_figures(directory: Path, study: PairedStudy, fmt: str = "png") -> list[Path]:
     """The default study's figures, as ``001_*.txt``: ``fct_vs_qps`` (mean and P95 FCT, Fig. 2),
     ``ttft_vs_qps`` (mean and P95 TTFT, Fig. 4), and at QPS 25 (or the one rate studied) the
-    per-spine heatmap (``spine_heatmap_qps25``, Fig. 3) and the CDFs (``cdf_qps25``)."""
+    per-spine heatmap (``spine_heatmap_qps25``, Fig. 3) and the CDFs (``cdf_qps25``).
+
+    A figure that cannot be drawn is left out with one warning line on stderr naming it.
+    """
     d = Path(directory)
-    out = [
-        p
-        for p in (
-            plot_vs_grid(study, d / "fct_vs_qps", fmt, ("fct_mean_s", "fct_p95_s")),
-            plot_vs_grid(study, d / "ttft_vs_qps", fmt, ("ttft_mean_s", "ttft_p95_s")),
-        )
-        if p is not None
-    ]
+    out: list[Path] = []
+    for stem, metrics in (
+        ("fct_vs_qps", ("fct_mean_s", "fct_p95_s")), ("ttft_vs_qps", ("ttft_mean_s", "ttft_p95_s"))
+    ):  # fmt: skip
+        _add(out, stem, lambda stem=stem, metrics=metrics: plot_vs_grid(study, d / stem, fmt, metrics))
     points = study.points()
     at = next((p for p in points if p.get("workload.qps") == 25), points[-1])
     label = point_label(at) or "all"
-    heat = plot_heatmaps(study, at, d / f"spine_heatmap_{label}", fmt)
-    if heat is not None:
-        out.append(heat)
-    out.append(plot_point_cdfs(study, at, d / f"cdf_{label}", fmt))
+    heat = f"spine_heatmap_{label}"
+    _add(out, heat, lambda: plot_heatmaps(study, at, d / heat, fmt))
+    _add(out, f"cdf_{label}", lambda: plot_point_cdfs(study, at, d / f"cdf_{label}", fmt))
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,10 @@ from fabricsim.analysis.diagnostics import diagnose
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.sweep_store import MANIFEST, POINT_FILE, TABLE, aggregate
 from fabricsim.report import figures
+from fabricsim.report.guard import guarded
 from fabricsim.report.html import Section, dict_table, scaled
 from fabricsim.report.run_page import (
+    built_sections,
     cct_section,
     check_run_files,
     config_section,
@@ -276,18 +279,21 @@ def sweep_sections(out: Path, manifest: dict[str, Any] | None = None) -> list[Se
     title = _title(manifest, detail)
     load = _load_key(ok, keys) if len(ok) else None
     ttft = [c for c in ("ttft_mean_s", "ttft_p95_s", "ttft_p99_s") if c in ok.columns]
-    sections += _fct_by_load(_fct_samples(out, ok, keys, load), load, title)
+    samples = _fct_samples(out, ok, keys, load)
+    sections += guarded("section fct-cdf", lambda: _fct_by_load(samples, load, title)) or []
     if ttft and len(ok):
         pct = next((s for s in sections if s.id == "fct-percentiles"), None)
         if pct is not None:
             by = scaled(_by_params(ok, keys, ttft))
             pct.table(by, caption="TTFT percentiles (mean over seeds)")
-    sections += _vs_load(ok, keys, title)
+    sections += guarded("section fct-vs-load", lambda: _vs_load(ok, keys, title)) or []
+    builders: dict[str, Callable[[], Section | None]] = {}
     if detail is not None:
-        sections += [
-            s for s in (spine_section(detail, note, title), link_section(detail, note, title)) if s
-        ]
-    sections += [s for s in (_cct(ok, keys), _diagnostics(out, ok, keys, detail, note)) if s]
+        builders["spine-heatmap"] = lambda: spine_section(detail, note, title)
+        builders["link-timelines"] = lambda: link_section(detail, note, title)
+    builders["cct-inflation"] = lambda: _cct(ok, keys)
+    builders["diagnostics"] = lambda: _diagnostics(out, ok, keys, detail, note)
+    sections += built_sections(builders)
     spec = {k: v for k, v in manifest["spec"].items() if k != "version"}
     cfg = config_section(detail if detail is not None else out, spec)
     if detail is not None and not read_config(detail):
