@@ -83,3 +83,19 @@ def test_bad_input_is_not_swallowed():
     with pytest.raises(ConfigError):
         guarded("figure x", bad)
     assert guarded("figure y", lambda: 1 / 0) is None
+
+
+def test_figure_names_keep_the_values_decimals(tmp_path, capsys):
+    """``cdf_zipf_s0.25.png`` beside ``moe_queue_zipf_s0.25.png`` (before: ``cdf_zipf_s0.png``,
+    and the grid values 0.25 and 0.5 both wrote ``cdf_zipf_s0.png``); the page shows each."""
+    code, out = _study(tmp_path, "--engine", "flow", "--grid", "workload.zipf_s=0.25,0.5")
+    assert code == 0, capsys.readouterr().err
+    names = sorted(p.name for p in out.glob("*.png"))
+    for label in ("zipf_s0.25", "zipf_s0.5"):
+        for stem in ("cdf", "moe_queue", "moe_utilization"):
+            assert f"{stem}_{label}.png" in names, (stem, label, names)
+    assert "cdf_zipf_s0.png" not in names
+    html = write_report(out).read_text()
+    for label in ("zipf_s0.25", "zipf_s0.5"):
+        assert (out / "figures" / f"cdf_{label}.png").is_file()
+        assert f'<section id="point-{label}">' in html

@@ -17,9 +17,9 @@ from fabricsim._compat import pd
 from fabricsim.analysis import run_files
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.paired import point_title
-from fabricsim.experiments.plan import point_label
 from fabricsim.metrics.readable import study_point_rows
 from fabricsim.report.html import Section
+from fabricsim.report.labels import figure_labels
 from fabricsim.units import human_seconds
 
 __all__ = ["is_study", "read_study", "study_sections"]
@@ -102,10 +102,9 @@ def study_sections(directory: Path, record: dict[str, Any]) -> list[Section]:
     )
     sections = [head]
     points = list(dict.fromkeys(tuple((k, r.get(k)) for k in grid_keys) for r in record["table"]))
-    for point in points:
-        params = dict(point)
+    for params, label in zip(map(dict, points), figure_labels([dict(p) for p in points]),
+                             strict=True):  # fmt: skip
         rows = [r for r in record["table"] if all(r.get(k) == v for k, v in params.items())]
-        label = point_label(params) or "all"
         sec = Section(f"point-{label}", f"at {point_title(params)}" if params else "results")
         table = pd.DataFrame(study_point_rows(rows, names))
         if not table.empty:

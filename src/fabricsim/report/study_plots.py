@@ -22,6 +22,7 @@ from fabricsim.metrics.results import Result
 from fabricsim.report import figures
 from fabricsim.report.figures import FIGURE_FORMAT
 from fabricsim.report.guard import guarded
+from fabricsim.report.labels import figure_labels
 from fabricsim.units import seconds_unit
 
 __all__ = ["ark_figures", "paired_figures", "study_title"]
@@ -176,7 +177,9 @@ def plot_heatmaps(study: PairedStudy, params: dict[str, Any], path: Path, fmt: s
     return _save(plt, fig, path, fmt)
 
 
-def plot_moe(study: PairedStudy, params: dict[str, Any], directory: Path, fmt: str) -> list[Path]:
+def plot_moe(
+    study: PairedStudy, params: dict[str, Any], directory: Path, fmt: str, label: str = ""
+) -> list[Path]:
     """MoE runs (with ``timeline_backlog``): the hot receiver's queue and the backlog, and receiver
     utilization with active destinations per sender, one line per ``vs`` value (first seed)."""
     key, values = study.vs
@@ -193,7 +196,7 @@ def plot_moe(study: PairedStudy, params: dict[str, Any], directory: Path, fmt: s
     for value in values:
         flows = study.results(params, value)[0].flows
         active[f"{key}={value}"] = (times, moe_incast.active_destinations(flows, times))
-    label = point_label(params) or "all"
+    label = label or point_label(params) or "all"
     title = study_title(study, f"MoE incast at {point_title(params)} (seed {study.seeds[0]})", params)
     draws = {
         f"moe_queue_{label}": lambda: figures.moe_queue_png(series, None, title),
@@ -232,12 +235,12 @@ def paired_figures(directory: Path, study: PairedStudy, fmt: str = "png") -> lis
     """
     out: list[Path] = []
     d = Path(directory)
-    for params in study.points():
-        label = point_label(params) or "all"
+    points = study.points()
+    for params, label in zip(points, figure_labels(points), strict=True):
         _add(out, f"cdf_{label}", lambda: plot_point_cdfs(study, params, d / f"cdf_{label}", fmt))
         _add(out, f"heatmap_{label}",
              lambda: plot_heatmaps(study, params, d / f"heatmap_{label}", fmt))  # fmt: skip
-        out += plot_moe(study, params, d, fmt)
+        out += plot_moe(study, params, d, fmt, label)
     _add(out, "vs_grid", lambda: plot_vs_grid(study, d / "vs_grid", fmt))
     return out
 
@@ -257,7 +260,7 @@ def ark_figures(directory: Path, study: PairedStudy, fmt: str = "png") -> list[P
         _add(out, stem, lambda stem=stem, metrics=metrics: plot_vs_grid(study, d / stem, fmt, metrics))
     points = study.points()
     at = next((p for p in points if p.get("workload.qps") == 25), points[-1])
-    label = point_label(at) or "all"
+    label = figure_labels(points)[points.index(at)]
     heat = f"spine_heatmap_{label}"
     _add(out, heat, lambda: plot_heatmaps(study, at, d / heat, fmt))
     _add(out, f"cdf_{label}", lambda: plot_point_cdfs(study, at, d / f"cdf_{label}", fmt))
