@@ -15,8 +15,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from fabricsim.experiments.plan import point_label
+from fabricsim.metrics.readable import METRIC_LABELS
 
-__all__ = ["axis_label", "figure_labels", "natural_key", "value_label"]
+__all__ = [
+    "axis_label", "figure_labels", "method_label", "metric_label", "natural_key", "value_label",
+]
 
 _VALUES: dict[str, dict[str, str]] = {
     "lb.policy": {
@@ -42,6 +45,21 @@ _KEYS = {
     "topology.spines": "spines", "topology.leaves": "leaves", "topology.k": "k",
     "lb.qp_count": "QPs per pair",
 }  # fmt: skip
+
+
+_METRICS = {
+    "fct_p50_s": "median FCT", "fct_max_s": "max FCT", "ttft_p50_s": "median TTFT",
+    "ttft_max_s": "max TTFT", "cct_lower_bound_s": "CCT lower bound",
+}  # fmt: skip
+
+
+def metric_label(metric: str) -> str:
+    """A summary metric for people: ``fct_p99_s`` -> ``P99 FCT``.
+
+    >>> metric_label("fct_p50_s"), metric_label("ttft_p95_s"), metric_label("events")
+    ('median FCT', 'P95 TTFT', 'events')
+    """
+    return METRIC_LABELS.get(metric) or _METRICS.get(metric) or metric.replace("_", " ")
 
 
 def axis_label(key: str) -> str:
@@ -82,6 +100,18 @@ def value_label(key: str, value: Any) -> str:
     if re.fullmatch(r"[a-z][a-z0-9]*", text):
         return text
     return f"{axis_label(key)} {text}"
+
+
+def method_label(name: str) -> str:
+    """A ``fabricsim compare`` method (a path policy, spraying type or switch method name).
+
+    >>> method_label("ecmp"), method_label("reps"), method_label("qp_scaling")
+    ('ECMP', 'REPS', 'QP scaling')
+    """
+    for point in ("lb.policy", "nic.packet_spraying_type", "switch.load_balancing_method"):
+        if name in _VALUES[point]:
+            return _VALUES[point][name]
+    return value_label("method", name)
 
 
 def natural_key(name: Any) -> tuple[Any, ...]:

@@ -18,7 +18,9 @@ import numpy as np
 from fabricsim._compat import pd
 from fabricsim.analysis import moe_incast as mi
 from fabricsim.experiments.study import LABELS, METRICS
+from fabricsim.report.figures import legend_below, time_unit, wrap_title
 from fabricsim.report.guard import guarded
+from fabricsim.report.labels import method_label
 
 __all__ = [
     "compare_figures",
@@ -34,16 +36,18 @@ def compare_png(table: pd.DataFrame, title: str) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(max(5.0, 0.9 * len(table) + 2.5), 3.8), layout="constrained")
+    fig = Figure(figsize=(max(5.0, 0.9 * len(table) + 2.5), 4.2), layout="constrained")
     ax = fig.add_subplot()
     x = np.arange(len(table))
-    ax.bar(x - 0.2, table["fct_mean_us"], 0.4, label="mean FCT")
-    ax.bar(x + 0.2, table["fct_p99_us"], 0.4, label="P99 FCT")
-    ax.set_xticks(x, labels=list(table["method"]), rotation=30, ha="right")
-    ax.set_ylabel("FCT (us)")
-    fig.suptitle(title, fontsize="small")
+    factor, unit = time_unit(table[["fct_mean_us", "fct_p99_us"]].to_numpy(float) * 1e-6)
+    scale = 1e-6 / factor  # the table's µs in the unit chosen for the values
+    ax.bar(x - 0.2, table["fct_mean_us"] * scale, 0.4, label="mean FCT")
+    ax.bar(x + 0.2, table["fct_p99_us"] * scale, 0.4, label="P99 FCT")
+    ax.set_xticks(x, labels=[method_label(m) for m in table["method"]], rotation=30, ha="right")
+    ax.set_ylabel(f"FCT ({unit})")
+    fig.suptitle(wrap_title(title, fig.get_figwidth()), fontsize="small")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize="small")
+    legend_below(fig, ax)
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})

@@ -19,6 +19,7 @@ from fabricsim.metrics.readable import summary_rows
 from fabricsim.report import figures
 from fabricsim.report.guard import guarded
 from fabricsim.report.html import Section, dict_table, scaled
+from fabricsim.report.labels import value_label
 
 #: section ids (stable: tests and links rely on them)
 SECTION_IDS = (
@@ -56,11 +57,25 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
 
 
 def policy_label(config: dict[str, Any]) -> str:
-    """How the run balanced load: ``lb.policy`` (+ NIC spraying when not none)."""
-    lb = (config.get("lb") or {}).get("policy", "?")
-    spray = (config.get("nic") or {}).get("packet_spraying_type")
-    engine = (config.get("engine") or {}).get("kind")
-    return f"{lb}+{spray}" if spray and spray != "none" and engine == "packet" else str(lb)
+    """How the run balanced load, for people: ``ECMP``, ``ARK``, ``REPS`` (NIC spraying or a
+    switch method when the packet engine ran one, with the path policy when not ECMP).
+
+    >>> policy_label({"lb": {"policy": "ark"}})
+    'ARK'
+    >>> policy_label({"lb": {"policy": "ecmp"}, "nic": {"packet_spraying_type": "reps"},
+    ...               "engine": {"kind": "packet"}})
+    'REPS'
+    """
+    lb = str((config.get("lb") or {}).get("policy", "?"))
+    parts = [] if lb == "ecmp" else [value_label("lb.policy", lb)]
+    if (config.get("engine") or {}).get("kind") == "packet":
+        spray = (config.get("nic") or {}).get("packet_spraying_type")
+        switch = (config.get("switch") or {}).get("load_balancing_method")
+        if spray and spray != "none":
+            parts.append(value_label("nic.packet_spraying_type", spray))
+        if switch and switch != "ecmp":
+            parts.append(value_label("switch.load_balancing_method", switch))
+    return " + ".join(parts) or value_label("lb.policy", lb)
 
 
 def describe_lines(config: dict[str, Any], summary: dict[str, Any]) -> list[str]:
@@ -106,7 +121,7 @@ def fct_sections(
     if not any(np.isfinite(v).any() for v in samples.values()):
         return []
     cdf = Section("fct-cdf", "Flow completion time CDF")
-    cdf.figure("fct-cdf", figures.cdf_png(samples, "FCT (s)", title), "FCT CDF by policy")
+    cdf.figure("fct-cdf", figures.cdf_png(samples, "FCT", title), "FCT CDF by policy")
     pct = Section("fct-percentiles", "FCT percentiles")
     pct.table(scaled(pd.DataFrame([percentile_rows(k, v) for k, v in samples.items()])))
     if extra is not None and len(extra):
@@ -155,11 +170,12 @@ def moe_section(
     tl = read_table(run_dir / "timeline_backlog.parquet")
     if tl is None or flows is None or "hot_queue_bytes" not in tl.columns:
         return None
-    label = str((config.get("workload") or {}).get("scheduler", "run"))
+    scheduler = str((config.get("workload") or {}).get("scheduler", "run"))
+    label = value_label("workload.scheduler", scheduler)
     rate = float((config.get("topology") or {}).get("host_link_gbps", 0) or 0) * 1e9
     times = np.linspace(0.0, float(tl["time_s"].max()), 400)
     k_model = q_model = None
-    if label == "round_robin" and rate > 0:
+    if scheduler == "round_robin" and rate > 0:
         k, q = moe_incast.run_model(flows, rate, times)
         k_model, q_model = (times, k), (times, q)
     sec = Section("moe-incast", "MoE dispatch: incast at the hot receiver")

@@ -18,6 +18,7 @@ from fabricsim.experiments.sweep_store import MANIFEST, POINT_FILE, TABLE, aggre
 from fabricsim.report import figures
 from fabricsim.report.guard import guarded
 from fabricsim.report.html import Section, dict_table, scaled
+from fabricsim.report.labels import natural_key, value_label
 from fabricsim.report.run_page import (
     built_sections,
     cct_section,
@@ -124,7 +125,7 @@ def _group_key(keys: list[str], load: str | None) -> str | None:
 
 
 def _label(row: pd.Series, keys: list[str]) -> str:
-    return ", ".join(f"{k.split('.')[-1]}={row[k]}" for k in keys if k != "seed") or "all"
+    return ", ".join(value_label(k, row[k]) for k in keys if k != "seed") or "all"
 
 
 def _fct_samples(
@@ -136,12 +137,15 @@ def _fct_samples(
     others = [k for k in keys if k != load]
     pooled: dict[Any, dict[str, list[np.ndarray]]] = {}
     for _, row in ok.iterrows():
-        label = str(row[group]) if group else _label(row, others)
+        label = value_label(group, row[group]) if group else _label(row, others)
         flows = read_table(out / "points" / row["point"] / "flows.parquet", required=True)
         if flows is not None:
             at = pooled.setdefault(row[load] if load else None, {})
             at.setdefault(label, []).append(flows["fct_s"].to_numpy(dtype=float))
-    return {value: {k: np.concatenate(v) for k, v in by.items()} for value, by in pooled.items()}
+    return {
+        value: {k: np.concatenate(v) for k, v in by.items()}
+        for value, by in sorted(pooled.items(), key=lambda kv: natural_key(kv[0]))
+    }
 
 
 def _by_params(ok: pd.DataFrame, keys: list[str], metrics: list[str]) -> pd.DataFrame:
@@ -193,10 +197,10 @@ def _fct_by_load(
     pct = Section("fct-percentiles", "FCT percentiles")
     rows = []
     for value, by in samples.items():
-        what = f"{load} = {value}" if load else "all points"
+        what = value_label(load, value) if load else "all points"
         head = f"{title}\n{what}" if title else what
         name = "fct-cdf" if load is None else f"fct-cdf-{_slug(value)}"
-        cdf.figure(name, figures.cdf_png(by, "FCT (s)", head), f"FCT CDF at {what}")
+        cdf.figure(name, figures.cdf_png(by, "FCT", head), f"FCT CDF at {what}")
         for label, fct in by.items():
             rows.append({**({load: value} if load else {}), **percentile_rows(label, fct)})
     if load:
@@ -227,7 +231,7 @@ def _vs_load(ok: pd.DataFrame, keys: list[str], title: str | None = None) -> lis
             f"Mean over seeds, band: its 95 % confidence interval (Student t); x = {load}"
             + (f", one line per {group}" if group else "")
         )
-        png = figures.vs_load_png(ok, load, have, group, "seconds", title)
+        png = figures.vs_load_png(ok, load, have, group, title)
         out.append(sec.figure(sid, png, name))
     return out
 
