@@ -18,7 +18,7 @@ from fabricsim.experiments.describe import describe_fabric, describe_run, descri
 from fabricsim.metrics.readable import summary_rows
 from fabricsim.report import figures
 from fabricsim.report.guard import guarded
-from fabricsim.report.html import Section, dict_table, scaled
+from fabricsim.report.html import Section, dict_table, scaled, with_units
 from fabricsim.report.labels import value_label
 
 #: section ids (stable: tests and links rely on them)
@@ -30,6 +30,10 @@ SECTION_IDS = (
 _PCT_KEYS = ("fct_mean_s", "fct_p50_s", "fct_p95_s", "fct_p99_s", "fct_max_s")
 _TTFT_KEYS = ("ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "ttft_max_s")
 _TOP_LINKS = 8
+TIMELINES_OFF = (
+    "No queue or utilization pictures: this run recorded no timelines; "
+    "rerun with --set records.timelines=true to add them."
+)
 
 
 def read_table(path: Path, required: bool = False) -> pd.DataFrame | None:
@@ -221,9 +225,8 @@ def diagnostics_section(
         sec.note(note)
     steps = diag.uplink_steps
     if steps is not None and len(steps):
-        sec.table(
-            steps.round(4), caption="Uplink bytes per step (max/mean over each switch's uplinks)"
-        )
+        caption = "Uplink bytes per step (max/mean over each switch's uplinks)"
+        sec.table(with_units(steps), caption=caption)
         sec.note(
             "8 equal flows hashed onto 8 uplinks give max/mean 2.6 on average: hashing, not a fault."
         )
@@ -235,11 +238,11 @@ def diagnostics_section(
             caption = "Link utilization (time-weighted)"
         else:
             caption = "Link utilization and queue depth (time-weighted)"
-        sec.table(stats, caption=caption, max_rows=25)
+        sec.table(with_units(stats), caption=caption, max_rows=25)
     if diag.ports is not None and len(diag.ports):
-        sec.table(diag.ports, caption="Port counters (ports with traffic)", max_rows=40)
+        sec.table(with_units(diag.ports), caption="Port counters (ports with traffic)", max_rows=40)
     if diag.nics is not None and len(diag.nics):
-        sec.table(diag.nics, caption="NIC transport counters", max_rows=40)
+        sec.table(with_units(diag.nics), caption="NIC transport counters", max_rows=40)
     counters = {**(diag.transport or {}), **(diag.out_of_order or {})}
     if counters:
         sec.table(dict_table(counters, "counter"), caption="Transport and out-of-order counters")
@@ -285,6 +288,8 @@ def run_sections(run_dir: Path) -> list[Section]:
     flows = read_table(run_dir / "flows.parquet", required=True)
     title = "\n".join(describe_lines(config, summary)) or None
     out: list[Section] = [summary_section(summary, config)]
+    if not (run_dir / "timeline_links.parquet").exists():
+        out[0].note(TIMELINES_OFF)
     label = policy_label(config)
     if flows is not None:
         fct = flows["fct_s"].to_numpy(dtype=float)

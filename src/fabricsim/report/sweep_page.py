@@ -17,7 +17,7 @@ from fabricsim.errors import ConfigError
 from fabricsim.experiments.sweep_store import MANIFEST, POINT_FILE, TABLE, aggregate
 from fabricsim.report import figures
 from fabricsim.report.guard import guarded
-from fabricsim.report.html import Section, dict_table, scaled
+from fabricsim.report.html import Section, dict_table, scaled, with_units
 from fabricsim.report.labels import natural_key, value_label
 from fabricsim.report.run_page import (
     built_sections,
@@ -264,7 +264,7 @@ def _diagnostics(out: Path, ok: pd.DataFrame, keys: list[str], detail: Path | No
     sec = Section("diagnostics", "Diagnostics")
     frame = pd.DataFrame(rows).dropna(axis=1, how="all") if rows else pd.DataFrame()
     if len(frame.columns) > len(params):  # a digest with values, not only the point's keys
-        sec.table(scaled(frame), caption="Per point (worst values)", max_rows=200)
+        sec.table(with_units(frame), caption="Per point (worst values)", max_rows=200)
     if detail is not None:
         diagnostics_section(detail, note, sec)
     return sec if sec.parts else None
