@@ -227,3 +227,13 @@ def test_diagnostics_tables_have_units_and_separators(tmp_path: Path) -> None:
     assert any(re.fullmatch(r"[\d.]+ (kB|MB)", c) for c in cells)  # bytes with their unit
     assert any(re.fullmatch(r"\d{1,3}(,\d{3})+", c) for c in cells)  # counts: 1,355
     assert any(c.endswith(" %") for c in cells)  # utilization
+
+
+def test_report_help_and_docstring_say_inline_svg_is_the_default(capsys) -> None:
+    import fabricsim.report as reports
+
+    assert main(["report", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "inline SVG by default" in text and "base64 PNG with --png" in text
+    doc = " ".join((reports.__doc__ or "").split())
+    assert "SVG by default" in doc and "embedded as base64 PNG," not in doc

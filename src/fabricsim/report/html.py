@@ -1,4 +1,4 @@
-"""A self-contained HTML page: sections with stable ids, tables, embedded PNG figures.
+"""A self-contained HTML page: sections with stable ids, tables, figures (inline SVG or PNG).
 
 No scripts, no external stylesheets, fonts or images: figures are inline SVG or
 ``data:image/png;base64`` URIs, so the page works offline and from a mail attachment.
@@ -36,7 +36,7 @@ p.note{color:#5a6275;font-size:.9em;margin:.2em 0 .6em}
 
 @dataclass
 class Section:
-    """One ``<section id=...>`` of the page; ``figures`` are (name, PNG bytes) pairs."""
+    """One ``<section id=...>`` of the page; ``figures`` are (file name, SVG or PNG bytes)."""
 
     id: str
     title: str
