@@ -74,7 +74,6 @@ class EngineOutput:
     json_records: dict[str, Any] = field(default_factory=dict)
     start_s: np.ndarray | None = None  # actual start (dependent flows start when released)
     acked_s: np.ndarray | None = None  # packet engine: the sender saw the message all ACKed
-    repaths: np.ndarray | None = None  # packet engine: the flow's path moved (plb, rod); else 0
 
 
 def wire_bytes(size_bytes: int, mss: int, header_bytes: int) -> int:

@@ -189,9 +189,6 @@ def _flow_columns(
         "fct_s": fct,
         "path": out.path,
         "entropy": out.entropy,
-        "repaths": (
-            np.zeros(len(flows), dtype=np.int64) if out.repaths is None else out.repaths
-        ),
     }
     if out.acked_s is not None:  # packet engine: the sender saw every byte acknowledged
         cols["acked_s"] = out.acked_s

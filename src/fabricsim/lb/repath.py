@@ -28,11 +28,7 @@ Examples
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Callable, Sequence
-from typing import Any
-
-import numpy as np
+from collections.abc import Callable
 
 from fabricsim.lb.spraying import (
     Clock,
@@ -53,7 +49,6 @@ class _Repathing(SprayingStrategy):
         self.creator, self.rand, self.clock = creator, rand, clock
         self.entropy = -1  # -1: still the creator's source port (read live, like none)
         self.repaths = 0
-        self.repath_ps: list[int] = []  # when it repathed, ps (in order: read by count_repaths)
 
     def next_entropy(self) -> int:
         return self.creator.src_port if self.entropy < 0 else self.entropy
@@ -62,48 +57,6 @@ class _Repathing(SprayingStrategy):
         """Move to a fresh random entropy value."""
         self.entropy = int(self.rand() * 65536)
         self.repaths += 1
-        self.repath_ps.append(self.clock.now)
-
-
-def count_repaths(
-    pdcs: Sequence[Sequence[Any]], start_ps: np.ndarray, now_ps: int
-) -> tuple[np.ndarray, dict[int, int]]:
-    """Repaths per flow (the ``repaths`` column) and per sending host (``uet_transport_stats``).
-
-    A flow counts every repath of the spraying state its PDCs used (a PDC group's, shared by
-    the messages to one peer) from its start until the sender saw it all ACKed (or the run's
-    end): each moved the path its packets took.  A host counts each of its spraying states'
-    repaths once.  Spraying types that never repath count 0.
-
-    Parameters
-    ----------
-    pdcs
-        Per flow, its sending PDCs (``spray``, ``src``, ``acked_ps``: -1 while unACKed).
-    start_ps
-        Per flow, when it started (-1: never).
-    now_ps
-        The run's end.
-    """
-    flows = np.zeros(len(pdcs), dtype=np.int64)
-    hosts: dict[int, int] = {}
-    seen: set[int] = set()
-    for flow, conns in enumerate(pdcs):
-        strategies = {id(p.spray): p for p in conns}
-        for key, pdc in strategies.items():
-            times = getattr(pdc.spray, "repath_ps", None)
-            if times is None:
-                continue
-            if key not in seen:
-                seen.add(key)
-                hosts[pdc.src] = hosts.get(pdc.src, 0) + len(times)
-            if start_ps[flow] < 0:
-                continue
-            acked = [p.acked_ps for p in conns]
-            end = max(acked) if min(acked) >= 0 else now_ps
-            flows[flow] += bisect.bisect_right(times, end) - bisect.bisect_left(
-                times, int(start_ps[flow])
-            )
-    return flows, hosts
 
 
 class PlbSpraying(_Repathing):
@@ -244,7 +197,3 @@ class RodSpraying(_Repathing):
 # not as decorators, like the other spraying types
 register_spraying(PlbSpraying)
 register_spraying(RodSpraying)
-
-REPATHING = (PlbSpraying.name, RodSpraying.name)
-"""Spraying types that repath (``nic.packet_spraying_type``): their runs add ``repaths`` to
-``summary.json`` and ``uet_transport_stats.json``."""

@@ -44,7 +44,6 @@ from fabricsim.engine_api import ROUTE_KEY_HOSTS, EngineOutput, collector_paused
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
-from fabricsim.lb.repath import REPATHING, count_repaths
 from fabricsim.lb.reps import exploration_window_packets
 from fabricsim.nic.nic import Nic
 from fabricsim.nic.pdc import MonitorLog, NicEnv, Pdc, RocePdc
@@ -229,7 +228,6 @@ class PacketEngine:
         self._pdc_class = RocePdc if sc.nic.transport == "roce" else Pdc
         n = len(flows)
         self.pdcs: list[list[Pdc]] = [[] for _ in range(n)]
-        self.host_repaths: dict[int, int] = {}  # per sending host: its repaths (plb, rod)
         self.pending = np.zeros(n, dtype=np.int64)
         self.finish_ps = np.full(n, -1, dtype=np.int64)
         self.start_ps = np.full(n, -1, dtype=np.int64)
@@ -669,9 +667,6 @@ class PacketEngine:
             start_s=started,
             acked_s=acked,
         )
-        out.repaths, self.host_repaths = count_repaths(self.pdcs, self.start_ps, self.sim.now)
-        if self.sc.nic.packet_spraying_type in REPATHING:
-            summary["repaths"] = int(sum(self.host_repaths.values()))
         self._add_records(out)
         return out
 
@@ -714,12 +709,6 @@ class PacketEngine:
             stats = rec.transport_stats(self.nics, fab.node_names)
             stats["total"]["packets_retransmitted"] = out.summary["packets_retransmitted"]
             stats["total"]["packets_trimmed"] = out.summary["packets_trimmed"]
-            if self.sc.nic.packet_spraying_type in REPATHING:  # sender side, as retransmissions
-                for nic in self.nics:
-                    stats["nics"][fab.node_names[nic.host]]["repaths"] = self.host_repaths.get(
-                        nic.host, 0
-                    )
-                stats["total"]["repaths"] = out.summary["repaths"]
             out.json_records["uet_transport_stats"] = stats
         if self.sampler is not None:
             out.tables.update(self.sampler.tables())
