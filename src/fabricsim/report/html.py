@@ -31,6 +31,8 @@ th{background:#eef1f8}td:first-child,th:first-child{text-align:left}
 pre{background:#f5f6fa;border:1px solid #d0d5e0;padding:.8em;overflow-x:auto;font-size:.8em}
 img,figure svg{max-width:100%;height:auto;border:1px solid #e3e6ee}
 p.note{color:#5a6275;font-size:.9em;margin:.2em 0 .6em}
+p.warn{color:#8a3b00;background:#fff4e5;border-left:3px solid #e8590c;padding:.3em .6em;
+margin:.4em 0 .8em}
 """
 
 
@@ -45,6 +47,11 @@ class Section:
 
     def note(self, text: str) -> Section:
         self.parts.append(f'<p class="note">{html.escape(text)}</p>')
+        return self
+
+    def warn(self, text: str) -> Section:
+        """A line the reader must not miss (e.g. flows that did not complete)."""
+        self.parts.append(f'<p class="warn">{html.escape(text)}</p>')
         return self
 
     def table(self, df: pd.DataFrame, caption: str | None = None, max_rows: int = 60) -> Section:

@@ -106,6 +106,50 @@ def summary_section(summary: dict[str, Any], config: dict[str, Any] | None = Non
     return sec
 
 
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        return None
+    return int(value) if np.isfinite(value) else None
+
+
+def unfinished_line(summary: dict[str, Any]) -> str | None:
+    """``2 of 1,024 flows did not complete (reason); FCT statistics cover the 1,022 that did``,
+    or None when every flow finished.
+
+    Reads ``flows_not_completed`` and ``not_completed_reason`` (``flows_total -
+    flows_completed`` when a summary predates the first key).
+
+    >>> unfinished_line({"flows_total": 1024, "flows_completed": 1022,
+    ...                  "flows_not_completed": 2, "not_completed_reason": "time limit 0.1 s"})
+    '2 of 1,024 flows did not complete (time limit 0.1 s); FCT statistics cover the 1,022 that did'
+    >>> unfinished_line({"flows_total": 8, "flows_completed": 8, "flows_not_completed": 0})
+    """
+    total, done = _count(summary.get("flows_total")), _count(summary.get("flows_completed"))
+    left = _count(summary.get("flows_not_completed"))
+    if left is None and total is not None and done is not None:
+        left = total - done
+    if not left or left <= 0:
+        return None
+    if total is None:
+        total = left + (done or 0)
+    done = total - left if done is None else done
+    reason = summary.get("not_completed_reason")
+    why = f" ({reason})" if isinstance(reason, str) and reason.strip() else ""
+    return (
+        f"{left:,} of {total:,} flows did not complete{why}; "
+        f"FCT statistics cover the {done:,} that did"
+    )
+
+
+def unfinished_lines(named: list[tuple[str, dict[str, Any]]], most: int = 8) -> list[str]:
+    """:func:`unfinished_line` of each (name, summary) with unfinished flows, prefixed by its
+    name; at most ``most`` lines, then one saying how many more."""
+    lines = [f"{name}: {line}" for name, s in named if (line := unfinished_line(s))]
+    if len(lines) > most:
+        lines = [*lines[:most], f"... and {len(lines) - most} more with unfinished flows"]
+    return lines
+
+
 def percentile_rows(label: str, fct: np.ndarray) -> dict[str, Any]:
     done = fct[np.isfinite(fct)]
     row: dict[str, Any] = {"policy": label, "flows": len(fct), "completed": len(done)}
@@ -119,12 +163,18 @@ def percentile_rows(label: str, fct: np.ndarray) -> dict[str, Any]:
 
 
 def fct_sections(
-    samples: dict[str, np.ndarray], extra: pd.DataFrame | None = None, title: str | None = None
+    samples: dict[str, np.ndarray],
+    extra: pd.DataFrame | None = None,
+    title: str | None = None,
+    unfinished: list[str] | None = None,
 ) -> list[Section]:
-    """FCT CDFs by policy and their percentiles (empty when no flow finished)."""
+    """FCT CDFs by policy and their percentiles (empty when no flow finished), the
+    ``unfinished`` lines (:func:`unfinished_line`) above them."""
     if not any(np.isfinite(v).any() for v in samples.values()):
         return []
     cdf = Section("fct-cdf", "Flow completion time CDF")
+    for line in unfinished or []:
+        cdf.warn(line)
     cdf.figure("fct-cdf", figures.cdf_png(samples, "FCT", title), "FCT CDF by policy")
     pct = Section("fct-percentiles", "FCT percentiles")
     pct.table(scaled(pd.DataFrame([percentile_rows(k, v) for k, v in samples.items()])))
@@ -291,11 +341,16 @@ def run_sections(run_dir: Path) -> list[Section]:
     if not (run_dir / "timeline_links.parquet").exists():
         out[0].note(TIMELINES_OFF)
     label = policy_label(config)
+    left = [line] if (line := unfinished_line(summary)) else []
+    secs: list[Section] | None = None
     if flows is not None:
         fct = flows["fct_s"].to_numpy(dtype=float)
         ttft = {k: summary[k] for k in _TTFT_KEYS if summary.get(k) is not None}
         extra = pd.DataFrame([{"policy": label, **ttft}]) if ttft else None
-        out += guarded("section fct-cdf", lambda: fct_sections({label: fct}, extra, title)) or []
+        secs = guarded("section fct-cdf", lambda: fct_sections({label: fct}, extra, title, left))
+        out += secs or []
+    if left and not secs:  # no flow finished: no FCT section to carry the line
+        out[0].warn(left[0])
     cct = summary.get("cct_inflation")
     builders: dict[str, Callable[[], Section | None]] = {
         "spine-heatmap": lambda: spine_section(run_dir, "", title),

@@ -31,6 +31,7 @@ from fabricsim.report.run_page import (
     read_config,
     read_table,
     spine_section,
+    unfinished_lines,
 )
 
 #: keys read as "the load" of a sweep, in order of preference
@@ -188,12 +189,18 @@ def _title(manifest: dict[str, Any], detail: Path | None) -> str | None:
 
 
 def _fct_by_load(
-    samples: dict[Any, dict[str, np.ndarray]], load: str | None, title: str | None
+    samples: dict[Any, dict[str, np.ndarray]],
+    load: str | None,
+    title: str | None,
+    unfinished: list[str] | None = None,
 ) -> list[Section]:
-    """The FCT CDF section with one figure per load value, and the percentiles per value."""
+    """The FCT CDF section with one figure per load value, and the percentiles per value;
+    the ``unfinished`` lines (points that left flows unfinished) above them."""
     if not any(np.isfinite(v).any() for by in samples.values() for v in by.values()):
         return []
     cdf = Section("fct-cdf", "Flow completion time CDF")
+    for line in unfinished or []:
+        cdf.warn(line)
     pct = Section("fct-percentiles", "FCT percentiles")
     rows = []
     for value, by in samples.items():
@@ -284,7 +291,13 @@ def sweep_sections(out: Path, manifest: dict[str, Any] | None = None) -> list[Se
     load = _load_key(ok, keys) if len(ok) else None
     ttft = [c for c in ("ttft_mean_s", "ttft_p95_s", "ttft_p99_s") if c in ok.columns]
     samples = _fct_samples(out, ok, keys, load)
-    sections += guarded("section fct-cdf", lambda: _fct_by_load(samples, load, title)) or []
+    left = unfinished_lines(
+        [(f"point {row['point']} ({_label(row, keys)})", row.to_dict()) for _, row in ok.iterrows()]
+    )
+    fct = guarded("section fct-cdf", lambda: _fct_by_load(samples, load, title, left)) or []
+    for line in left if not fct else []:  # no flow finished: the summary carries the lines
+        sections[0].warn(line)
+    sections += fct
     if ttft and len(ok):
         pct = next((s for s in sections if s.id == "fct-percentiles"), None)
         if pct is not None:
