@@ -133,3 +133,21 @@ def test_sweep_cdfs_in_numeric_order(tmp_path):
     shown = [f for f in found if f]
     assert shown == ["message size (B) 1,000,000", "message size (B) 2,000,000",
                      "message size (B) 4,000,000"], shown  # fmt: skip
+
+
+def test_study_page_lists_runs_as_they_ran(tmp_path, capsys):
+    """Grid values in their order (500000 before 1000000, not as strings), the baseline first."""
+    out = tmp_path / "s"
+    code = main([
+        "study", "ecmp-collision", "--vs", "lb.policy=pinned,ecmp", "--seeds", "1",
+        "--grid", "workload.size_bytes=500000,1000000", "--out", str(out), "--quiet",
+    ])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    html = write_report(out).read_text()
+    runs = html[html.index('<section id="runs">') :]
+    assert re.findall(r"<tr><td>([^<]+)</td>", runs) == [
+        "size_bytes500000-pinned-seed1", "size_bytes500000-ecmp-seed1",
+        "size_bytes1000000-pinned-seed1", "size_bytes1000000-ecmp-seed1",
+    ]  # fmt: skip
+    points = re.findall(r'<section id="(point-[^"]+)"', html)
+    assert points == ["point-size_bytes500000", "point-size_bytes1000000"]
