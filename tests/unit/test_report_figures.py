@@ -151,3 +151,17 @@ def test_study_page_lists_runs_as_they_ran(tmp_path, capsys):
     ]  # fmt: skip
     points = re.findall(r'<section id="(point-[^"]+)"', html)
     assert points == ["point-size_bytes500000", "point-size_bytes1000000"]
+
+
+def test_spine_heatmap_in_microseconds_with_whole_flow_counts(drawn):
+    t = np.linspace(10e-6, 180e-6, 18)
+    spines = pd.DataFrame({
+        "spine": ["spine10", "spine2"] * 9, "time_s": t, "active_flows": [0, 1, 2] * 6,
+    })  # fmt: skip
+    figures.spine_heatmap_png(spines)
+    fig = drawn[0]
+    ax, bar = fig.axes
+    assert ax.get_xlabel() == "time (µs)"
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["spine2", "spine10"]
+    fig.canvas.draw()
+    assert all(float(v).is_integer() for v in bar.get_yticks())

@@ -218,7 +218,9 @@ def spine_heatmap_png(spines: pd.DataFrame, title: str | None = None) -> bytes:
     mesh.set_rasterized(True)  # an image inside the SVG, not one path per cell
     ax.set_yticks(np.arange(len(order)) + 0.5, labels=order, fontsize="small")
     ax.set_xlabel(f"time ({unit})")
-    fig.colorbar(mesh, ax=ax, label="active flows")
+    from matplotlib.ticker import MaxNLocator
+
+    fig.colorbar(mesh, ax=ax, label="active flows", ticks=MaxNLocator(integer=True))
     return _png(fig, title)
 
 

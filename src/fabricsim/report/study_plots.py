@@ -185,7 +185,9 @@ def plot_heatmaps(study: PairedStudy, params: dict[str, Any], path: Path, fmt: s
         ax.set_yticks(range(len(spines)), spines)
         ax.set_title(f"{name}: active flows per top switch (peak {int(grid.max())})", fontsize=9)
     axes[-1, 0].set_xlabel(f"time ({unit})")
-    fig.colorbar(im, ax=axes[:, 0].tolist(), label="active flows")
+    from matplotlib.ticker import MaxNLocator
+
+    fig.colorbar(im, ax=axes[:, 0].tolist(), label="active flows", ticks=MaxNLocator(integer=True))
     what = _at("top-switch load", params) + f" (seed {study.seeds[0]})"
     fig.suptitle(_wrapped(study_title(study, what, params), fig), fontsize=8)
     return _save(plt, fig, path, fmt)
