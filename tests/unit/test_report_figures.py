@@ -165,3 +165,20 @@ def test_spine_heatmap_in_microseconds_with_whole_flow_counts(drawn):
     assert [t.get_text() for t in ax.get_yticklabels()] == ["spine2", "spine10"]
     fig.canvas.draw()
     assert all(float(v).is_integer() for v in bar.get_yticks())
+
+
+def test_ark_sweep_figure_units_and_labels(tmp_path, monkeypatch):
+    from fabricsim.report import plots
+
+    seen = []
+    monkeypatch.setattr(plots, "_save", lambda plt, fig, path, tight=True: seen.append(fig))
+    sweep = pd.DataFrame({
+        "qps": [10, 1, 10, 1], "policy": ["ecmp", "ecmp", "ark", "ark"],
+        "fct_mean_s": [0.3, 0.1, 0.2, 0.1], "fct_p95_s": [1.2, 0.5, 0.6, 0.5],
+        "ttft_mean_s": [1.1, 1.0, 1.05, 1.0], "ttft_p95_s": [5.0, 4.6, 4.7, 4.6],
+    })  # fmt: skip
+    plots.plot_sweep(sweep, tmp_path / "s.png")
+    fig = seen[0]
+    assert fig.axes[0].get_ylabel() == "mean FCT (ms)" and fig.axes[3].get_ylabel() == "P95 TTFT (s)"
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["ECMP", "ARK"]
+    assert list(fig.axes[0].lines[0].get_xdata()) == [1, 10]

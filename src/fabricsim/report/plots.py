@@ -20,7 +20,7 @@ from fabricsim.analysis import moe_incast as mi
 from fabricsim.experiments.study import LABELS, METRICS
 from fabricsim.report.figures import legend_below, time_unit, wrap_title
 from fabricsim.report.guard import guarded
-from fabricsim.report.labels import method_label
+from fabricsim.report.labels import method_label, value_label
 
 __all__ = [
     "compare_figures",
@@ -84,16 +84,20 @@ def _pyplot() -> Any:
 def plot_sweep(sweep: pd.DataFrame, path: Path) -> Path:
     """Mean and P95 FCT and TTFT against QPS per policy (Fig. 2 and Fig. 4)."""
     plt = _pyplot()
-    mean = sweep.groupby(["qps", "policy"])[list(METRICS)].mean().reset_index()
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
+    mean = sweep.groupby(["qps", "policy"], sort=False)[list(METRICS)].mean().reset_index()
+    fig, axes = plt.subplots(1, 4, figsize=(16, 4.0), layout="constrained")
     for ax, metric in zip(axes, METRICS, strict=True):
-        for policy, rows in mean.groupby("policy"):
-            ax.plot(rows["qps"], rows[metric], marker="o", ms=3, label=str(policy))
+        factor, unit = time_unit(mean[metric])
+        for policy, rows in mean.groupby("policy", sort=False):
+            rows = rows.sort_values("qps")
+            label = value_label("lb.policy", policy)
+            ax.plot(rows["qps"], rows[metric] / factor, marker="o", ms=3, label=label)
         ax.set_xlabel("QPS")
-        ax.set_ylabel(LABELS[metric])
+        ax.set_ylabel(LABELS[metric].replace("(s)", f"({unit})"))
+        ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-        ax.legend()
-    return _save(plt, fig, path)
+    legend_below(fig, axes)
+    return _save(plt, fig, path, tight=False)
 
 
 # -- the MoE exponential incast ----------------------------------------------------------------
