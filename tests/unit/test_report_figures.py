@@ -182,3 +182,11 @@ def test_ark_sweep_figure_units_and_labels(tmp_path, monkeypatch):
     assert fig.axes[0].get_ylabel() == "mean FCT (ms)" and fig.axes[3].get_ylabel() == "P95 TTFT (s)"
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["ECMP", "ARK"]
     assert list(fig.axes[0].lines[0].get_xdata()) == [1, 10]
+
+
+def test_sweep_cdf_files_never_collide():
+    from fabricsim.report.sweep_page import _fct_by_load
+
+    fct = {"ECMP": np.array([1e-4, 2e-4])}
+    cdf, _ = _fct_by_load({0.1: fct, 0.1000001: fct}, "workload.qps", None)
+    assert len({name for name, _ in cdf.figures}) == 2

@@ -203,10 +203,14 @@ def _fct_by_load(
         cdf.warn(line)
     pct = Section("fct-percentiles", "FCT percentiles")
     rows = []
+    names: set[str] = set()
     for value, by in samples.items():
         what = value_label(load, value) if load else "all points"
         head = f"{title}\n{what}" if title else what
-        name = "fct-cdf" if load is None else f"fct-cdf-{_slug(value)}"
+        name = stem = "fct-cdf" if load is None else f"fct-cdf-{_slug(value)}"
+        while name in names:  # two values alike once cut to a file name: never one file
+            name = f"{stem}-{len(names)}"
+        names.add(name)
         cdf.figure(name, figures.cdf_png(by, "FCT", head), f"FCT CDF at {what}")
         for label, fct in by.items():
             rows.append({**({load: value} if load else {}), **percentile_rows(label, fct)})
