@@ -41,11 +41,14 @@ def test_a_moe_run_report_has_the_two_figures(moe_dir):
     util = (moe_dir / "figures" / "moe-utilization.svg").read_text()
     q_text, u_text = _texts(queue), _texts(util)
     for needle in ("hot receiver's downlink queue", "total switch backlog", "time (µs)",
-                   "queue (kB)", "backlog (kB)", "round_robin", "fluid model Q(t)"):  # fmt: skip
+                   "round robin", "fluid model Q(t)"):  # fmt: skip
         assert needle in q_text, needle
+    # byte axes in the unit their values read best in (B, kB, MB)
+    assert {"queue (kB)", "queue (MB)", "queue (B)"} & set(q_text)
+    assert {"backlog (kB)", "backlog (MB)"} & set(q_text)
     for needle in ("receiver downlink utilization", "active destinations per sender",
-                   "utilization", "destinations", "round_robin: hot receiver",
-                   "round_robin: all receivers", "fluid model k(t)"):  # fmt: skip
+                   "utilization", "destinations", "round robin: hot receiver",
+                   "round robin: all receivers", "fluid model k(t)"):  # fmt: skip
         assert needle in u_text, needle
     assert any("moe · packet engine · seed 1" in t for t in q_text)  # the title names the run
     assert sum(1 for n in _lines(queue) if n >= 5) >= 3  # hot queue, backlog, the model
@@ -59,7 +62,7 @@ def test_rate_based_has_no_model_line(tmp_path):
     fabricsim.run(sc).save(tmp_path / "r")
     write_report(tmp_path / "r")
     queue = (tmp_path / "r" / "figures" / "moe-queue.svg").read_text()
-    assert "rate_based" in _texts(queue) and "fluid model Q(t)" not in _texts(queue)
+    assert "rate based" in _texts(queue) and "fluid model Q(t)" not in _texts(queue)
 
 
 def test_simulated_active_destinations_and_the_model():

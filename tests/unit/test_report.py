@@ -203,3 +203,37 @@ def test_the_command_line_imports_no_matplotlib():
     code = "import sys, fabricsim.cli; print(sorted(m for m in sys.modules if 'matplotlib' in m))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_run_without_timelines_says_which_key_adds_them(tmp_path: Path) -> None:
+    fabricsim.run("ecmp-collision").save(tmp_path)
+    html = write_report(tmp_path).read_text()
+    summary = html[html.index('<section id="summary">') : html.index("</section>")]
+    assert "records.timelines=true" in summary
+    assert html.count("records.timelines=true") == 1  # one line (config.yaml says false)
+
+
+def test_diagnostics_tables_have_units_and_separators(tmp_path: Path) -> None:
+    sc = fabricsim.load_scenario("ecmp-collision").with_overrides({
+        "engine.kind": "packet", "records.timelines": True, "records.port_stats": True,
+        "topology.link_gbps": 400, "workload.size_bytes": 1_000_000,
+    })  # fmt: skip
+    fabricsim.run(sc).save(tmp_path)
+    html = write_report(tmp_path).read_text()
+    diag = html[html.index('<section id="diagnostics">') :]
+    diag = diag[: diag.index("</section>")]
+    cells = re.findall(r"<td>([^<]*)</td>", diag)
+    assert cells and not [c for c in cells if re.search(r"\de[+-]\d", c)], cells[:40]
+    assert any(re.fullmatch(r"[\d.]+ (kB|MB)", c) for c in cells)  # bytes with their unit
+    assert any(re.fullmatch(r"\d{1,3}(,\d{3})+", c) for c in cells)  # counts: 1,355
+    assert any(c.endswith(" %") for c in cells)  # utilization
+
+
+def test_report_help_and_docstring_say_inline_svg_is_the_default(capsys) -> None:
+    import fabricsim.report as reports
+
+    assert main(["report", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "inline SVG by default" in text and "base64 PNG with --png" in text
+    doc = " ".join((reports.__doc__ or "").split())
+    assert "SVG by default" in doc and "embedded as base64 PNG," not in doc

@@ -208,4 +208,4 @@ def test_two_key_grid_draws_metric_vs_the_first_key(tmp_path):
     names = sorted(p.name for p in paired_figures(tmp_path, st, "svg"))
     assert "vs_grid.svg" in names and len([n for n in names if n.startswith("cdf_")]) == 4
     svg = (tmp_path / "vs_grid.svg").read_text()
-    assert "lb.policy=pinned, spines=8" in svg and "workload.size_bytes" in svg
+    assert "pinned, spines 8" in svg and "workload.size_bytes" in svg  # legends for people

@@ -24,11 +24,16 @@ else:  # perf: imported when the verb runs, not at every start of `fabricsim`
 def report(
     directory: Annotated[Path, typer.Argument(help="a run, study or sweep output directory")],
     png: Annotated[
-        bool, typer.Option("--png", help="figures as PNG instead of inline SVG")
+        bool,
+        typer.Option("--png", help="figures as base64 PNG images instead of inline SVG (default)"),
     ] = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Write DIR/report.html: a self-contained HTML report of a run, a study or a sweep."""
+    """Write DIR/report.html: a self-contained HTML report of a run, a study or a sweep.
+
+    Figures are inline SVG by default (text stays text, the page scales), or base64 PNG
+    with --png; the same figures go to DIR/figures/. No scripts, no external files.
+    """
     path = reports.write_report(directory, "png" if png else "svg")
     if not quiet:
         typer.echo(f"wrote {path}")

@@ -1,9 +1,10 @@
-"""The HTML report of a run or a sweep directory (``fabricsim report DIR``).
+"""The HTML report of a run, a study or a sweep directory (``fabricsim report DIR``).
 
-:func:`write_report` writes ``DIR/report.html`` — one self-contained page (figures embedded as
-base64 PNG, no scripts, no external files) — and the same figures as PNG files in
-``DIR/figures/``.  Each section is a ``<section id="...">`` with a stable id (see
-:data:`SECTION_IDS`) and appears only when the run has its data.
+:func:`write_report` writes ``DIR/report.html`` — one self-contained page (figures inline as
+SVG by default, or as base64 PNG with ``fmt="png"`` / ``--png``; no scripts, no external
+files) — and the same figures as files in ``DIR/figures/``.  Each section is a
+``<section id="...">`` with a stable id (see :data:`SECTION_IDS`) and appears only when the
+run has its data.
 """
 
 from __future__ import annotations

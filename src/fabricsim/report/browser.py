@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BROWSER_FLAGS", "PageCheck", "check_page", "find_browser"]
+__all__ = ["BROWSER_FLAGS", "PageCheck", "check_page", "check_pages", "find_browser"]
 
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 BROWSER_FLAGS = (
@@ -146,6 +146,8 @@ def _collect(events: list[dict[str, Any]], check: PageCheck) -> None:
 
 
 def _drive(pipe: _Pipe, url: str) -> PageCheck:
+    """Load ``url`` in a new tab and check it (only this tab's events are read)."""
+    pipe.events = []
     target = pipe.send("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = pipe.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
     for domain in ("Runtime", "Log", "Page"):
@@ -158,7 +160,9 @@ def _drive(pipe: _Pipe, url: str) -> PageCheck:
     )
     data = json.loads(probe["result"]["value"])
     check = PageCheck(data["ids"], images=[tuple(i) for i in data["images"]], title=data["title"])
-    _collect(pipe.events, check)
+    _collect([e for e in pipe.events if e.get("sessionId") in (None, session)], check)
+    with contextlib.suppress(RuntimeError, TimeoutError, OSError):
+        pipe.send("Target.closeTarget", {"targetId": target})
     return check
 
 
@@ -181,10 +185,18 @@ def check_page(path: str | Path, browser: str | None = None, timeout_s: float = 
     TimeoutError
         If the browser does not load the page within ``timeout_s``.
     """
+    return check_pages([path], browser, timeout_s)[0]
+
+
+def check_pages(
+    paths: list[str | Path] | list[Path], browser: str | None = None, timeout_s: float = 90.0
+) -> list[PageCheck]:
+    """:func:`check_page` of each page, in one browser (one tab per page, in turn);
+    ``timeout_s`` is for each page."""
     exe = browser or find_browser()
     if exe is None:
         raise FileNotFoundError("no Chromium-family browser on PATH (set FABRICSIM_BROWSER)")
-    url = Path(path).resolve().as_uri()
+    urls = [Path(path).resolve().as_uri() for path in paths]
     cmd_r, cmd_w = os.pipe()
     out_r, out_w = os.pipe()
     cmd_r, out_w = _high_fd(cmd_r), _high_fd(out_w)  # never 3 or 4 themselves
@@ -203,7 +215,10 @@ def check_page(path: str | Path, browser: str | None = None, timeout_s: float = 
         os.close(out_w)
         pipe = _Pipe(cmd_w, out_r, time.monotonic() + timeout_s)
         try:
-            check = _drive(pipe, url)
+            checks = []
+            for url in urls:
+                pipe.deadline = time.monotonic() + timeout_s
+                checks.append(_drive(pipe, url))
             with contextlib.suppress(RuntimeError, TimeoutError, OSError):
                 pipe.send("Browser.close")
             proc.wait(timeout=15)
@@ -213,4 +228,4 @@ def check_page(path: str | Path, browser: str | None = None, timeout_s: float = 
                 proc.wait()
             os.close(cmd_w)
             os.close(out_r)
-    return check
+    return checks

@@ -1,4 +1,4 @@
-"""A self-contained HTML page: sections with stable ids, tables, embedded PNG figures.
+"""A self-contained HTML page: sections with stable ids, tables, figures (inline SVG or PNG).
 
 No scripts, no external stylesheets, fonts or images: figures are inline SVG or
 ``data:image/png;base64`` URIs, so the page works offline and from a mail attachment.
@@ -13,8 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from fabricsim._compat import pd
-from fabricsim.units import seconds_unit
+from fabricsim.units import human_bytes, seconds_unit
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1100px;
@@ -29,12 +31,14 @@ th{background:#eef1f8}td:first-child,th:first-child{text-align:left}
 pre{background:#f5f6fa;border:1px solid #d0d5e0;padding:.8em;overflow-x:auto;font-size:.8em}
 img,figure svg{max-width:100%;height:auto;border:1px solid #e3e6ee}
 p.note{color:#5a6275;font-size:.9em;margin:.2em 0 .6em}
+p.warn{color:#8a3b00;background:#fff4e5;border-left:3px solid #e8590c;padding:.3em .6em;
+margin:.4em 0 .8em}
 """
 
 
 @dataclass
 class Section:
-    """One ``<section id=...>`` of the page; ``figures`` are (name, PNG bytes) pairs."""
+    """One ``<section id=...>`` of the page; ``figures`` are (file name, SVG or PNG bytes)."""
 
     id: str
     title: str
@@ -43,6 +47,11 @@ class Section:
 
     def note(self, text: str) -> Section:
         self.parts.append(f'<p class="note">{html.escape(text)}</p>')
+        return self
+
+    def warn(self, text: str) -> Section:
+        """A line the reader must not miss (e.g. flows that did not complete)."""
+        self.parts.append(f'<p class="warn">{html.escape(text)}</p>')
         return self
 
     def table(self, df: pd.DataFrame, caption: str | None = None, max_rows: int = 60) -> Section:
@@ -93,10 +102,25 @@ class Section:
 
 
 def _cell(value: Any) -> str:
+    """A table cell for people: counts with thousands separators (``4,194,304``), other
+    numbers with four significant digits, never an exponent for values from 0.001 up.
+
+    >>> [_cell(v) for v in (4194304.0, 4_000_000, 0.123456, 1234.5, float("nan"), True, "x")]
+    ['4,194,304', '4,000,000', '0.1235', '1,234', '', 'True', 'x']
+    """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    if isinstance(value, float):
-        return f"{value:.6g}"
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, int | np.integer):
+        return f"{int(value):,}"
+    if isinstance(value, float | np.floating):
+        v = float(value)
+        if not math.isfinite(v):
+            return str(v)
+        if v.is_integer() and abs(v) < 1e18:
+            return f"{int(v):,}"
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
     return str(value)
 
 
@@ -129,6 +153,25 @@ def scaled(df: pd.DataFrame) -> pd.DataFrame:
         out = out.rename(columns={col: f"{col[:-2]} ({unit})"})
         out[f"{col[:-2]} ({unit})"] = (values / factor).round(3)
     return out
+
+
+def with_units(df: pd.DataFrame) -> pd.DataFrame:
+    """A table for people: byte columns (``*bytes*``) as sizes with their unit (``4.19 MB``),
+    utilization as a percentage, seconds columns as :func:`scaled`, the rest as they are
+    (cells: :func:`_cell`)."""
+    out = scaled(df)
+    for col in out.columns:
+        if not (isinstance(col, str) and pd.api.types.is_numeric_dtype(out[col])):
+            continue
+        if "bytes" in col:
+            out[col] = [_cell(v) if _missing(v) else human_bytes(float(v)) for v in out[col]]
+        elif col.startswith("utilization"):  # a fraction of the link's rate
+            out[col] = [_cell(v) if _missing(v) else f"{100 * float(v):.0f} %" for v in out[col]]
+    return out
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def dict_table(data: dict[str, Any], key: str = "metric", value: str = "value") -> pd.DataFrame:

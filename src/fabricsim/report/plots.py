@@ -18,6 +18,9 @@ import numpy as np
 from fabricsim._compat import pd
 from fabricsim.analysis import moe_incast as mi
 from fabricsim.experiments.study import LABELS, METRICS
+from fabricsim.report.figures import legend_below, time_unit, wrap_title
+from fabricsim.report.guard import guarded
+from fabricsim.report.labels import method_label, value_label
 
 __all__ = [
     "compare_figures",
@@ -33,16 +36,18 @@ def compare_png(table: pd.DataFrame, title: str) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(max(5.0, 0.9 * len(table) + 2.5), 3.8), layout="constrained")
+    fig = Figure(figsize=(max(5.0, 0.9 * len(table) + 2.5), 4.2), layout="constrained")
     ax = fig.add_subplot()
     x = np.arange(len(table))
-    ax.bar(x - 0.2, table["fct_mean_us"], 0.4, label="mean FCT")
-    ax.bar(x + 0.2, table["fct_p99_us"], 0.4, label="P99 FCT")
-    ax.set_xticks(x, labels=list(table["method"]), rotation=30, ha="right")
-    ax.set_ylabel("FCT (us)")
-    fig.suptitle(title, fontsize="small")
+    factor, unit = time_unit(table[["fct_mean_us", "fct_p99_us"]].to_numpy(float) * 1e-6)
+    scale = 1e-6 / factor  # the table's µs in the unit chosen for the values
+    ax.bar(x - 0.2, table["fct_mean_us"] * scale, 0.4, label="mean FCT")
+    ax.bar(x + 0.2, table["fct_p99_us"] * scale, 0.4, label="P99 FCT")
+    ax.set_xticks(x, labels=[method_label(m) for m in table["method"]], rotation=30, ha="right")
+    ax.set_ylabel(f"FCT ({unit})")
+    fig.suptitle(wrap_title(title, fig.get_figwidth()), fontsize="small")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize="small")
+    legend_below(fig, ax)
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
@@ -50,8 +55,11 @@ def compare_png(table: pd.DataFrame, title: str) -> bytes:
 
 
 def compare_figures(directory: Path, table: pd.DataFrame, title: str) -> None:
-    """``compare.png`` (:func:`compare_png`) in a comparison's output directory."""
-    (Path(directory) / "compare.png").write_bytes(compare_png(table, title))
+    """``compare.png`` (:func:`compare_png`) in a comparison's output directory (left out with
+    one warning line if it cannot be drawn: the comparison's runs are kept)."""
+    png = guarded("figure compare.png", lambda: compare_png(table, title))
+    if png is not None:
+        (Path(directory) / "compare.png").write_bytes(png)
 
 
 # -- the ARK study -----------------------------------------------------------------------------
@@ -76,16 +84,20 @@ def _pyplot() -> Any:
 def plot_sweep(sweep: pd.DataFrame, path: Path) -> Path:
     """Mean and P95 FCT and TTFT against QPS per policy (Fig. 2 and Fig. 4)."""
     plt = _pyplot()
-    mean = sweep.groupby(["qps", "policy"])[list(METRICS)].mean().reset_index()
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
+    mean = sweep.groupby(["qps", "policy"], sort=False)[list(METRICS)].mean().reset_index()
+    fig, axes = plt.subplots(1, 4, figsize=(16, 4.0), layout="constrained")
     for ax, metric in zip(axes, METRICS, strict=True):
-        for policy, rows in mean.groupby("policy"):
-            ax.plot(rows["qps"], rows[metric], marker="o", ms=3, label=str(policy))
+        factor, unit = time_unit(mean[metric])
+        for policy, rows in mean.groupby("policy", sort=False):
+            rows = rows.sort_values("qps")
+            label = value_label("lb.policy", policy)
+            ax.plot(rows["qps"], rows[metric] / factor, marker="o", ms=3, label=label)
         ax.set_xlabel("QPS")
-        ax.set_ylabel(LABELS[metric])
+        ax.set_ylabel(LABELS[metric].replace("(s)", f"({unit})"))
+        ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-        ax.legend()
-    return _save(plt, fig, path)
+    legend_below(fig, axes)
+    return _save(plt, fig, path, tight=False)
 
 
 # -- the MoE exponential incast ----------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,9 @@ from fabricsim.errors import ConfigError
 from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
 from fabricsim.metrics.readable import summary_rows
 from fabricsim.report import figures
-from fabricsim.report.html import Section, dict_table, scaled
+from fabricsim.report.guard import guarded
+from fabricsim.report.html import Section, dict_table, scaled, with_units
+from fabricsim.report.labels import value_label
 
 #: section ids (stable: tests and links rely on them)
 SECTION_IDS = (
@@ -27,6 +30,10 @@ SECTION_IDS = (
 _PCT_KEYS = ("fct_mean_s", "fct_p50_s", "fct_p95_s", "fct_p99_s", "fct_max_s")
 _TTFT_KEYS = ("ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "ttft_max_s")
 _TOP_LINKS = 8
+TIMELINES_OFF = (
+    "No queue or utilization pictures: this run recorded no timelines; "
+    "rerun with --set records.timelines=true to add them."
+)
 
 
 def read_table(path: Path, required: bool = False) -> pd.DataFrame | None:
@@ -54,11 +61,25 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
 
 
 def policy_label(config: dict[str, Any]) -> str:
-    """How the run balanced load: ``lb.policy`` (+ NIC spraying when not none)."""
-    lb = (config.get("lb") or {}).get("policy", "?")
-    spray = (config.get("nic") or {}).get("packet_spraying_type")
-    engine = (config.get("engine") or {}).get("kind")
-    return f"{lb}+{spray}" if spray and spray != "none" and engine == "packet" else str(lb)
+    """How the run balanced load, for people: ``ECMP``, ``ARK``, ``REPS`` (NIC spraying or a
+    switch method when the packet engine ran one, with the path policy when not ECMP).
+
+    >>> policy_label({"lb": {"policy": "ark"}})
+    'ARK'
+    >>> policy_label({"lb": {"policy": "ecmp"}, "nic": {"packet_spraying_type": "reps"},
+    ...               "engine": {"kind": "packet"}})
+    'REPS'
+    """
+    lb = str((config.get("lb") or {}).get("policy", "?"))
+    parts = [] if lb == "ecmp" else [value_label("lb.policy", lb)]
+    if (config.get("engine") or {}).get("kind") == "packet":
+        spray = (config.get("nic") or {}).get("packet_spraying_type")
+        switch = (config.get("switch") or {}).get("load_balancing_method")
+        if spray and spray != "none":
+            parts.append(value_label("nic.packet_spraying_type", spray))
+        if switch and switch != "ecmp":
+            parts.append(value_label("switch.load_balancing_method", switch))
+    return " + ".join(parts) or value_label("lb.policy", lb)
 
 
 def describe_lines(config: dict[str, Any], summary: dict[str, Any]) -> list[str]:
@@ -85,6 +106,50 @@ def summary_section(summary: dict[str, Any], config: dict[str, Any] | None = Non
     return sec
 
 
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        return None
+    return int(value) if np.isfinite(value) else None
+
+
+def unfinished_line(summary: dict[str, Any]) -> str | None:
+    """``2 of 1,024 flows did not complete (reason); FCT statistics cover the 1,022 that did``,
+    or None when every flow finished.
+
+    Reads ``flows_not_completed`` and ``not_completed_reason`` (``flows_total -
+    flows_completed`` when a summary predates the first key).
+
+    >>> unfinished_line({"flows_total": 1024, "flows_completed": 1022,
+    ...                  "flows_not_completed": 2, "not_completed_reason": "time limit 0.1 s"})
+    '2 of 1,024 flows did not complete (time limit 0.1 s); FCT statistics cover the 1,022 that did'
+    >>> unfinished_line({"flows_total": 8, "flows_completed": 8, "flows_not_completed": 0})
+    """
+    total, done = _count(summary.get("flows_total")), _count(summary.get("flows_completed"))
+    left = _count(summary.get("flows_not_completed"))
+    if left is None and total is not None and done is not None:
+        left = total - done
+    if not left or left <= 0:
+        return None
+    if total is None:
+        total = left + (done or 0)
+    done = total - left if done is None else done
+    reason = summary.get("not_completed_reason")
+    why = f" ({reason})" if isinstance(reason, str) and reason.strip() else ""
+    return (
+        f"{left:,} of {total:,} flows did not complete{why}; "
+        f"FCT statistics cover the {done:,} that did"
+    )
+
+
+def unfinished_lines(named: list[tuple[str, dict[str, Any]]], most: int = 8) -> list[str]:
+    """:func:`unfinished_line` of each (name, summary) with unfinished flows, prefixed by its
+    name; at most ``most`` lines, then one saying how many more."""
+    lines = [f"{name}: {line}" for name, s in named if (line := unfinished_line(s))]
+    if len(lines) > most:
+        lines = [*lines[:most], f"... and {len(lines) - most} more with unfinished flows"]
+    return lines
+
+
 def percentile_rows(label: str, fct: np.ndarray) -> dict[str, Any]:
     done = fct[np.isfinite(fct)]
     row: dict[str, Any] = {"policy": label, "flows": len(fct), "completed": len(done)}
@@ -98,13 +163,19 @@ def percentile_rows(label: str, fct: np.ndarray) -> dict[str, Any]:
 
 
 def fct_sections(
-    samples: dict[str, np.ndarray], extra: pd.DataFrame | None = None, title: str | None = None
+    samples: dict[str, np.ndarray],
+    extra: pd.DataFrame | None = None,
+    title: str | None = None,
+    unfinished: list[str] | None = None,
 ) -> list[Section]:
-    """FCT CDFs by policy and their percentiles (empty when no flow finished)."""
+    """FCT CDFs by policy and their percentiles (empty when no flow finished), the
+    ``unfinished`` lines (:func:`unfinished_line`) above them."""
     if not any(np.isfinite(v).any() for v in samples.values()):
         return []
     cdf = Section("fct-cdf", "Flow completion time CDF")
-    cdf.figure("fct-cdf", figures.cdf_png(samples, "FCT (s)", title), "FCT CDF by policy")
+    for line in unfinished or []:
+        cdf.warn(line)
+    cdf.figure("fct-cdf", figures.cdf_png(samples, "FCT", title), "FCT CDF by policy")
     pct = Section("fct-percentiles", "FCT percentiles")
     pct.table(scaled(pd.DataFrame([percentile_rows(k, v) for k, v in samples.items()])))
     if extra is not None and len(extra):
@@ -153,11 +224,12 @@ def moe_section(
     tl = read_table(run_dir / "timeline_backlog.parquet")
     if tl is None or flows is None or "hot_queue_bytes" not in tl.columns:
         return None
-    label = str((config.get("workload") or {}).get("scheduler", "run"))
+    scheduler = str((config.get("workload") or {}).get("scheduler", "run"))
+    label = value_label("workload.scheduler", scheduler)
     rate = float((config.get("topology") or {}).get("host_link_gbps", 0) or 0) * 1e9
     times = np.linspace(0.0, float(tl["time_s"].max()), 400)
     k_model = q_model = None
-    if label == "round_robin" and rate > 0:
+    if scheduler == "round_robin" and rate > 0:
         k, q = moe_incast.run_model(flows, rate, times)
         k_model, q_model = (times, k), (times, q)
     sec = Section("moe-incast", "MoE dispatch: incast at the hot receiver")
@@ -203,9 +275,8 @@ def diagnostics_section(
         sec.note(note)
     steps = diag.uplink_steps
     if steps is not None and len(steps):
-        sec.table(
-            steps.round(4), caption="Uplink bytes per step (max/mean over each switch's uplinks)"
-        )
+        caption = "Uplink bytes per step (max/mean over each switch's uplinks)"
+        sec.table(with_units(steps), caption=caption)
         sec.note(
             "8 equal flows hashed onto 8 uplinks give max/mean 2.6 on average: hashing, not a fault."
         )
@@ -217,11 +288,11 @@ def diagnostics_section(
             caption = "Link utilization (time-weighted)"
         else:
             caption = "Link utilization and queue depth (time-weighted)"
-        sec.table(stats, caption=caption, max_rows=25)
+        sec.table(with_units(stats), caption=caption, max_rows=25)
     if diag.ports is not None and len(diag.ports):
-        sec.table(diag.ports, caption="Port counters (ports with traffic)", max_rows=40)
+        sec.table(with_units(diag.ports), caption="Port counters (ports with traffic)", max_rows=40)
     if diag.nics is not None and len(diag.nics):
-        sec.table(diag.nics, caption="NIC transport counters", max_rows=40)
+        sec.table(with_units(diag.nics), caption="NIC transport counters", max_rows=40)
     counters = {**(diag.transport or {}), **(diag.out_of_order or {})}
     if counters:
         sec.table(dict_table(counters, "counter"), caption="Transport and out-of-order counters")
@@ -267,23 +338,39 @@ def run_sections(run_dir: Path) -> list[Section]:
     flows = read_table(run_dir / "flows.parquet", required=True)
     title = "\n".join(describe_lines(config, summary)) or None
     out: list[Section] = [summary_section(summary, config)]
+    if not (run_dir / "timeline_links.parquet").exists():
+        out[0].note(TIMELINES_OFF)
+    label = policy_label(config)
+    left = [line] if (line := unfinished_line(summary)) else []
+    secs: list[Section] | None = None
     if flows is not None:
         fct = flows["fct_s"].to_numpy(dtype=float)
         ttft = {k: summary[k] for k in _TTFT_KEYS if summary.get(k) is not None}
-        extra = pd.DataFrame([{"policy": policy_label(config), **ttft}]) if ttft else None
-        out += fct_sections({policy_label(config): fct}, extra, title)
+        extra = pd.DataFrame([{"policy": label, **ttft}]) if ttft else None
+        secs = guarded("section fct-cdf", lambda: fct_sections({label: fct}, extra, title, left))
+        out += secs or []
+    if left and not secs:  # no flow finished: no FCT section to carry the line
+        out[0].warn(left[0])
     cct = summary.get("cct_inflation")
-    cct_sec = (
-        cct_section({policy_label(config): float(cct)}, None, title) if cct is not None else None
-    )
-    for sec in (
-        spine_section(run_dir, "", title),
-        link_section(run_dir, "", title),
-        moe_section(run_dir, config, flows, title),
-        cct_sec,
-        diagnostics_section(run_dir),
-    ):
+    builders: dict[str, Callable[[], Section | None]] = {
+        "spine-heatmap": lambda: spine_section(run_dir, "", title),
+        "link-timelines": lambda: link_section(run_dir, "", title),
+        "moe-incast": lambda: moe_section(run_dir, config, flows, title),
+        "cct-inflation": lambda: (
+            cct_section({label: float(cct)}, None, title) if cct is not None else None
+        ),
+        "diagnostics": lambda: diagnostics_section(run_dir),
+        "config": lambda: config_section(run_dir),
+    }
+    return out + built_sections(builders)
+
+
+def built_sections(builders: dict[str, Callable[[], Section | None]]) -> list[Section]:
+    """Each builder's section, in order; one that fails is left out with one warning line
+    naming it (:func:`~fabricsim.report.guard.guarded`), the rest of the page is kept."""
+    out = []
+    for sid, build in builders.items():
+        sec = guarded(f"section {sid}", build)
         if sec is not None:
             out.append(sec)
-    cfg = config_section(run_dir)
-    return out + ([cfg] if cfg is not None else [])
+    return out

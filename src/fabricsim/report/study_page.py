@@ -17,9 +17,10 @@ from fabricsim._compat import pd
 from fabricsim.analysis import run_files
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.paired import point_title
-from fabricsim.experiments.plan import point_label
 from fabricsim.metrics.readable import study_point_rows
 from fabricsim.report.html import Section
+from fabricsim.report.labels import figure_labels, natural_key, value_label
+from fabricsim.report.run_page import unfinished_lines
 from fabricsim.units import human_seconds
 
 __all__ = ["is_study", "read_study", "study_sections"]
@@ -73,9 +74,31 @@ def _num(x: Any) -> float:
     return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else math.nan
 
 
+def _run_order(record: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The runs as the study ran them: by grid point (each key's values in order), then the
+    ``vs`` value (the baseline first), then the seed — not by their names as strings
+    (``qps10`` after ``qps5``)."""
+    grid = record.get("grid") or {}
+    values = [str(v) for v in (record.get("vs") or {}).get("values", [])]
+
+    def index(seq: list[Any], item: Any) -> tuple[int, Any]:
+        texts = [str(x) for x in seq]
+        return (texts.index(str(item)), "") if str(item) in texts else (len(texts), natural_key(item))
+
+    def key(item: tuple[str, Any]) -> tuple[Any, ...]:
+        rid, run = item
+        if not isinstance(run, dict):
+            return ((), (len(values), natural_key(rid)), natural_key(rid))
+        params = run.get("params") or {}
+        point = tuple(index(list(vals or []), params.get(k)) for k, vals in grid.items())
+        return (point, index(values, run.get("value")), natural_key(run.get("seed")), rid)
+
+    return sorted((record.get("runs") or {}).items(), key=key)
+
+
 def _runs_table(record: dict[str, Any]) -> pd.DataFrame:
     rows = []
-    for rid, run in (record.get("runs") or {}).items():
+    for rid, run in _run_order(record):
         s = run.get("summary") or {}
         mean = _num(s.get("fct_mean_s"))
         rows.append({
@@ -84,6 +107,16 @@ def _runs_table(record: dict[str, Any]) -> pd.DataFrame:
             "mean FCT": human_seconds(mean) if math.isfinite(mean) else "-",
         })  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def _unfinished(record: dict[str, Any], key: str, params: dict[str, Any]) -> list[str]:
+    """One line per run of this grid point that left flows unfinished."""
+    named = [
+        (f"{value_label(key, run.get('value'))}, seed {run.get('seed')}", run.get("summary") or {})
+        for run in (record.get("runs") or {}).values()
+        if isinstance(run, dict) and (run.get("params") or {}) == params
+    ]
+    return unfinished_lines(named)
 
 
 def study_sections(directory: Path, record: dict[str, Any]) -> list[Section]:
@@ -102,11 +135,12 @@ def study_sections(directory: Path, record: dict[str, Any]) -> list[Section]:
     )
     sections = [head]
     points = list(dict.fromkeys(tuple((k, r.get(k)) for k in grid_keys) for r in record["table"]))
-    for point in points:
-        params = dict(point)
+    for params, label in zip(map(dict, points), figure_labels([dict(p) for p in points]),
+                             strict=True):  # fmt: skip
         rows = [r for r in record["table"] if all(r.get(k) == v for k, v in params.items())]
-        label = point_label(params) or "all"
         sec = Section(f"point-{label}", f"at {point_title(params)}" if params else "results")
+        for line in _unfinished(record, key, params):
+            sec.warn(line)
         table = pd.DataFrame(study_point_rows(rows, names))
         if not table.empty:
             sec.table(table)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,11 @@ from fabricsim.analysis.diagnostics import diagnose
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.sweep_store import MANIFEST, POINT_FILE, TABLE, aggregate
 from fabricsim.report import figures
-from fabricsim.report.html import Section, dict_table, scaled
+from fabricsim.report.guard import guarded
+from fabricsim.report.html import Section, dict_table, scaled, with_units
+from fabricsim.report.labels import natural_key, value_label
 from fabricsim.report.run_page import (
+    built_sections,
     cct_section,
     check_run_files,
     config_section,
@@ -27,6 +31,7 @@ from fabricsim.report.run_page import (
     read_config,
     read_table,
     spine_section,
+    unfinished_lines,
 )
 
 #: keys read as "the load" of a sweep, in order of preference
@@ -121,7 +126,7 @@ def _group_key(keys: list[str], load: str | None) -> str | None:
 
 
 def _label(row: pd.Series, keys: list[str]) -> str:
-    return ", ".join(f"{k.split('.')[-1]}={row[k]}" for k in keys if k != "seed") or "all"
+    return ", ".join(value_label(k, row[k]) for k in keys if k != "seed") or "all"
 
 
 def _fct_samples(
@@ -133,12 +138,15 @@ def _fct_samples(
     others = [k for k in keys if k != load]
     pooled: dict[Any, dict[str, list[np.ndarray]]] = {}
     for _, row in ok.iterrows():
-        label = str(row[group]) if group else _label(row, others)
+        label = value_label(group, row[group]) if group else _label(row, others)
         flows = read_table(out / "points" / row["point"] / "flows.parquet", required=True)
         if flows is not None:
             at = pooled.setdefault(row[load] if load else None, {})
             at.setdefault(label, []).append(flows["fct_s"].to_numpy(dtype=float))
-    return {value: {k: np.concatenate(v) for k, v in by.items()} for value, by in pooled.items()}
+    return {
+        value: {k: np.concatenate(v) for k, v in by.items()}
+        for value, by in sorted(pooled.items(), key=lambda kv: natural_key(kv[0]))
+    }
 
 
 def _by_params(ok: pd.DataFrame, keys: list[str], metrics: list[str]) -> pd.DataFrame:
@@ -181,19 +189,29 @@ def _title(manifest: dict[str, Any], detail: Path | None) -> str | None:
 
 
 def _fct_by_load(
-    samples: dict[Any, dict[str, np.ndarray]], load: str | None, title: str | None
+    samples: dict[Any, dict[str, np.ndarray]],
+    load: str | None,
+    title: str | None,
+    unfinished: list[str] | None = None,
 ) -> list[Section]:
-    """The FCT CDF section with one figure per load value, and the percentiles per value."""
+    """The FCT CDF section with one figure per load value, and the percentiles per value;
+    the ``unfinished`` lines (points that left flows unfinished) above them."""
     if not any(np.isfinite(v).any() for by in samples.values() for v in by.values()):
         return []
     cdf = Section("fct-cdf", "Flow completion time CDF")
+    for line in unfinished or []:
+        cdf.warn(line)
     pct = Section("fct-percentiles", "FCT percentiles")
     rows = []
+    names: set[str] = set()
     for value, by in samples.items():
-        what = f"{load} = {value}" if load else "all points"
+        what = value_label(load, value) if load else "all points"
         head = f"{title}\n{what}" if title else what
-        name = "fct-cdf" if load is None else f"fct-cdf-{_slug(value)}"
-        cdf.figure(name, figures.cdf_png(by, "FCT (s)", head), f"FCT CDF at {what}")
+        name = stem = "fct-cdf" if load is None else f"fct-cdf-{_slug(value)}"
+        while name in names:  # two values alike once cut to a file name: never one file
+            name = f"{stem}-{len(names)}"
+        names.add(name)
+        cdf.figure(name, figures.cdf_png(by, "FCT", head), f"FCT CDF at {what}")
         for label, fct in by.items():
             rows.append({**({load: value} if load else {}), **percentile_rows(label, fct)})
     if load:
@@ -224,7 +242,7 @@ def _vs_load(ok: pd.DataFrame, keys: list[str], title: str | None = None) -> lis
             f"Mean over seeds, band: its 95 % confidence interval (Student t); x = {load}"
             + (f", one line per {group}" if group else "")
         )
-        png = figures.vs_load_png(ok, load, have, group, "seconds", title)
+        png = figures.vs_load_png(ok, load, have, group, title)
         out.append(sec.figure(sid, png, name))
     return out
 
@@ -257,7 +275,7 @@ def _diagnostics(out: Path, ok: pd.DataFrame, keys: list[str], detail: Path | No
     sec = Section("diagnostics", "Diagnostics")
     frame = pd.DataFrame(rows).dropna(axis=1, how="all") if rows else pd.DataFrame()
     if len(frame.columns) > len(params):  # a digest with values, not only the point's keys
-        sec.table(scaled(frame), caption="Per point (worst values)", max_rows=200)
+        sec.table(with_units(frame), caption="Per point (worst values)", max_rows=200)
     if detail is not None:
         diagnostics_section(detail, note, sec)
     return sec if sec.parts else None
@@ -276,18 +294,27 @@ def sweep_sections(out: Path, manifest: dict[str, Any] | None = None) -> list[Se
     title = _title(manifest, detail)
     load = _load_key(ok, keys) if len(ok) else None
     ttft = [c for c in ("ttft_mean_s", "ttft_p95_s", "ttft_p99_s") if c in ok.columns]
-    sections += _fct_by_load(_fct_samples(out, ok, keys, load), load, title)
+    samples = _fct_samples(out, ok, keys, load)
+    left = unfinished_lines(
+        [(f"point {row['point']} ({_label(row, keys)})", row.to_dict()) for _, row in ok.iterrows()]
+    )
+    fct = guarded("section fct-cdf", lambda: _fct_by_load(samples, load, title, left)) or []
+    for line in left if not fct else []:  # no flow finished: the summary carries the lines
+        sections[0].warn(line)
+    sections += fct
     if ttft and len(ok):
         pct = next((s for s in sections if s.id == "fct-percentiles"), None)
         if pct is not None:
             by = scaled(_by_params(ok, keys, ttft))
             pct.table(by, caption="TTFT percentiles (mean over seeds)")
-    sections += _vs_load(ok, keys, title)
+    sections += guarded("section fct-vs-load", lambda: _vs_load(ok, keys, title)) or []
+    builders: dict[str, Callable[[], Section | None]] = {}
     if detail is not None:
-        sections += [
-            s for s in (spine_section(detail, note, title), link_section(detail, note, title)) if s
-        ]
-    sections += [s for s in (_cct(ok, keys), _diagnostics(out, ok, keys, detail, note)) if s]
+        builders["spine-heatmap"] = lambda: spine_section(detail, note, title)
+        builders["link-timelines"] = lambda: link_section(detail, note, title)
+    builders["cct-inflation"] = lambda: _cct(ok, keys)
+    builders["diagnostics"] = lambda: _diagnostics(out, ok, keys, detail, note)
+    sections += built_sections(builders)
     spec = {k: v for k, v in manifest["spec"].items() if k != "version"}
     cfg = config_section(detail if detail is not None else out, spec)
     if detail is not None and not read_config(detail):
