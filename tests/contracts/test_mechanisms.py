@@ -117,8 +117,10 @@ def _cases() -> Iterator[Any]:
             (
                 "lb.policy",
                 p,
-                {"lb.policy": p, **{k: v for k, v in POLICY_KNOBS.get(p, {}).items()
-                                    if _reads(caps, k)}},  # fmt: skip
+                {
+                    "lb.policy": p,
+                    **{k: v for k, v in POLICY_KNOBS.get(p, {}).items() if _reads(caps, k)},
+                },  # fmt: skip
                 None,
             )
             for p in caps.policies

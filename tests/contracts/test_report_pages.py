@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-import fabricsim
 from fabricsim.config.loader import builtin_names, load_scenario
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.experiments.backend import IN_PROCESS

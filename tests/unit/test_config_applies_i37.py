@@ -27,7 +27,10 @@ ECMP = load_scenario("ecmp-collision")  # leaf-spine, flow engine by default
             {"switch.flowlet_gap_us": 10.0},
             "switch.flowlet_gap_us=10.0 is read only by switch.load_balancing_method=flowlet",
         ),
-        ({"switch.pfc_xoff_bytes": None}, "switch.pfc_xoff_bytes=null is read only when switch.pfc"),
+        (
+            {"switch.pfc_xoff_bytes": None},
+            "switch.pfc_xoff_bytes=null is read only when switch.pfc",
+        ),
     ],
 )
 def test_a_key_set_to_its_default_that_does_nothing_is_refused(overrides, needle):

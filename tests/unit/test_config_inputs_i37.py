@@ -215,9 +215,7 @@ def test_config_hash_does_not_depend_on_how_the_path_was_spelled(tmp_path, monke
     )
 
 
-def test_a_recorded_config_yaml_reruns_from_elsewhere_and_checks_the_content(
-    tmp_path, monkeypatch
-):
+def test_a_recorded_config_yaml_reruns_from_elsewhere_and_checks_the_content(tmp_path, monkeypatch):
     sub = _trace_dir(tmp_path)
     monkeypatch.chdir(sub)
     res = fabricsim.run(load_scenario("s.yaml"), engine="flow")

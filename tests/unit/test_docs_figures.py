@@ -43,18 +43,38 @@ def _table():
         ark = (-25.0, -40.0, -10.0, True, None) if qps == 1 else (-5.0, -20.0, 10.0, False, 9)
         for value, mean, delta in (("ecmp", 2.0, None), ("ark", 1.5, ark)):
             d = delta or (float("nan"),) * 3 + (None, None)
-            rows.append({"workload.qps": qps, "metric": "fct_mean_s", "value": value,
-                         "mean": mean, "ci_low": 0.0, "ci_high": 0.0, "delta_pct": d[0],
-                         "delta_ci_low": d[1], "delta_ci_high": d[2], "seeds": 4,
-                         "significant": d[3], "seeds_needed": d[4]})
+            rows.append(
+                {
+                    "workload.qps": qps,
+                    "metric": "fct_mean_s",
+                    "value": value,
+                    "mean": mean,
+                    "ci_low": 0.0,
+                    "ci_high": 0.0,
+                    "delta_pct": d[0],
+                    "delta_ci_low": d[1],
+                    "delta_ci_high": d[2],
+                    "seeds": 4,
+                    "significant": d[3],
+                    "seeds_needed": d[4],
+                }
+            )
             rows.append({**rows[-1], "metric": "fct_p99_s"})  # not a metric of the figure
     return pd.DataFrame(rows)
 
 
 def test_render_prints_means_change_interval_and_seed_count():
-    fig = docs_figures.Figure("t", "docs/ark.md", "ark", ("lb.policy", ("ecmp", "ark")), seeds=4,
-                              engine="flow", grid={"workload.qps": (1, 25)},
-                              metrics=("fct_mean_s",), unit="ms")
+    fig = docs_figures.Figure(
+        "t",
+        "docs/ark.md",
+        "ark",
+        ("lb.policy", ("ecmp", "ark")),
+        seeds=4,
+        engine="flow",
+        grid={"workload.qps": (1, 25)},
+        metrics=("fct_mean_s",),
+        unit="ms",
+    )
     text = docs_figures.render(fig, _table())
     assert "--vs lb.policy=ecmp,ark --grid workload.qps=1,25 --seeds 4 --engine flow" in text
     rows = [r for r in text.splitlines() if r.startswith("| 1 ") or r.startswith("| 25 ")]

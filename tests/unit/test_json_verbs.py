@@ -15,7 +15,9 @@ def test_compare_json_is_the_table(tmp_path, capsys):
     assert code == 0
     data = json.loads(text)  # nothing but the JSON on stdout
     table = pd.read_csv(out / "compare.csv")
-    assert [m["method"] for m in data["methods"]] == list(table["method"]) == ["ecmp", "ideal_spray"]
+    assert (
+        [m["method"] for m in data["methods"]] == list(table["method"]) == ["ecmp", "ideal_spray"]
+    )
     for row, (_, want) in zip(data["methods"], table.iterrows(), strict=True):
         assert row["completed"] == want["completed"] == 8
         assert abs(row["fct_mean_us"] - want["fct_mean_us"]) <= 1e-5 * want["fct_mean_us"]

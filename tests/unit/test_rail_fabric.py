@@ -103,11 +103,7 @@ def test_pxn_sends_cross_rail_traffic_over_nvlink_then_one_rail(tmp_path):
     nvlink = ports.loc["nic0->nvs0"]
     assert nvlink["rate_bps"] == 3600e9 and nvlink["trims"] == nvlink["drops"] == 0
     same_rail, res = _bytes(tmp_path, [("0:3", "2:3")], pxn=True)
-    assert (
-        same_rail == 0
-        and _nvlink_bytes(res) == 0
-        and res.flows["path"][0] == "rail3_leaf0"
-    )
+    assert same_rail == 0 and _nvlink_bytes(res) == 0 and res.flows["path"][0] == "rail3_leaf0"
     flow = fabricsim.run(
         load_scenario(
             {"name": "pxn", "topology": {**RAILS, "pxn": True}, "workload": {"kind": "permutation"}}

@@ -179,7 +179,9 @@ def test_ark_sweep_figure_units_and_labels(tmp_path, monkeypatch):
     })  # fmt: skip
     plots.plot_sweep(sweep, tmp_path / "s.png")
     fig = seen[0]
-    assert fig.axes[0].get_ylabel() == "mean FCT (ms)" and fig.axes[3].get_ylabel() == "P95 TTFT (s)"
+    assert (
+        fig.axes[0].get_ylabel() == "mean FCT (ms)" and fig.axes[3].get_ylabel() == "P95 TTFT (s)"
+    )
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["ECMP", "ARK"]
     assert list(fig.axes[0].lines[0].get_xdata()) == [1, 10]
 

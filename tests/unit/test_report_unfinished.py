@@ -19,7 +19,9 @@ from fabricsim.experiments.sweep import run_sweep
 from fabricsim.report import write_report
 from fabricsim.report.run_page import unfinished_line
 
-LINE = "2 of 8 flows did not complete (time limit 1 ms reached); FCT statistics cover the 6 that did"
+LINE = (
+    "2 of 8 flows did not complete (time limit 1 ms reached); FCT statistics cover the 6 that did"
+)
 
 
 def _section(html: str, sid: str) -> str:
@@ -38,7 +40,9 @@ def test_the_line_in_words():
         "2 of 1,024 flows did not complete; FCT"
     )
     assert unfinished_line({"flows_total": 5, "flows_completed": 3}).startswith("2 of 5")
-    assert unfinished_line({"flows_total": 5, "flows_completed": 5, "flows_not_completed": 0}) is None
+    assert (
+        unfinished_line({"flows_total": 5, "flows_completed": 5, "flows_not_completed": 0}) is None
+    )
 
 
 def test_run_page_says_it_above_the_fct_tables(tmp_path: Path) -> None:
@@ -60,8 +64,21 @@ def test_run_page_without_unfinished_flows_has_no_line(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def study_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("study") / "s"
-    code = main(["study", "ecmp-collision", "--vs", "lb.policy=ecmp,pinned", "--seeds", "2",
-                 "--grid", "workload.size_bytes=1000000,2000000", "--out", str(out), "--quiet"])
+    code = main(
+        [
+            "study",
+            "ecmp-collision",
+            "--vs",
+            "lb.policy=ecmp,pinned",
+            "--seeds",
+            "2",
+            "--grid",
+            "workload.size_bytes=1000000,2000000",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     return out
 

@@ -74,7 +74,9 @@ def test_not_significant_says_so_with_the_seeds_that_would_resolve_it():
     _, other = _table(a, b, "fct_mean_s")
     assert other["significant"] is False
     effect, sd = abs(np.mean(np.log(b / a))), np.std(np.log(b / a), ddof=1)
-    brute = next(n for n in range(4, 1001) if stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) < effect)
+    brute = next(
+        n for n in range(4, 1001) if stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) < effect
+    )
     assert other["seeds_needed"] == brute
     text = delta_text(other)
     assert text.endswith(f"not significant with 3 seeds (about {brute} would resolve it)"), text

@@ -161,7 +161,8 @@ def _uplink_bytes(flows: pd.DataFrame, fabric: Fabric) -> pd.DataFrame:
         paths = _split_paths(path) if isinstance(path, str) else []
         for hops in paths:
             share = sizes[i] / len(paths)
-            hops = hops if first[i] is None else [first[i], *hops]
+            nic = first[i]
+            hops = hops if nic is None else [nic, *hops]
             for a, b in zip(hops, hops[1:], strict=False):
                 ia, ib = index.get(_node(a)), index.get(_node(b))
                 if ia is not None and ib is not None and tier[ib] > tier[ia]:

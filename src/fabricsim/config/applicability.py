@@ -200,11 +200,7 @@ def check_keys_apply(sc: Scenario, varied: frozenset[str] = frozenset()) -> None
     _check_workload_keys(sc, varied)
     _check_cc_keys(sc, varied)
     for key, (selector, wanted) in SELECTED_KEYS.items():
-        if (
-            selector not in varied
-            and _value(sc, selector) != wanted
-            and explicit(sc, key)
-        ):
+        if selector not in varied and _value(sc, selector) != wanted and explicit(sc, key):
             raise EngineRefusal(
                 f"{key}={_shown(_value(sc, key))} is read only when {selector} is "
                 f"{_shown(wanted)} (this run has {_shown(_value(sc, selector))}); remove it "

@@ -18,8 +18,8 @@ import yaml
 from fabricsim.config.applicability import recorded_keys
 from fabricsim.config.layers import leaf_keys
 from fabricsim.config.models import Scenario
-from fabricsim.config.suggest import closest
 from fabricsim.config.overrides import apply_overrides  # noqa: F401  (re-exported, old home)
+from fabricsim.config.suggest import closest
 from fabricsim.config.validation import format_validation_error, validate_as  # noqa: F401
 from fabricsim.errors import ConfigError
 

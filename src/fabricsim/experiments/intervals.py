@@ -145,8 +145,8 @@ def ratio_interval(base: np.ndarray, x: np.ndarray) -> Change:
     h = float(_t(n) * sd / math.sqrt(n))
     significant = bool(abs(g) > h)
     needed = None if significant else seeds_to_resolve(abs(g), sd, n)
-    pct = [100.0 * math.expm1(v) for v in (g, g - h, g + h)]
-    return Change(pct[0], pct[1], pct[2], significant, needed)
+    mid, low, high = (100.0 * math.expm1(v) for v in (g, g - h, g + h))
+    return Change(mid, low, high, significant, needed)
 
 
 def seeds_to_resolve(effect: float, sd: float, n: int) -> int | None:

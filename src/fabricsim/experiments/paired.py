@@ -385,8 +385,10 @@ def study_record(study: PairedStudy) -> dict[str, Any]:
         "note": judged_note(sc)[1],
         "unfinished_flows": study.unfinished(),
         "table": [
-            {k: (None if v is pd.NA or isinstance(v, float) and math.isnan(v) else v)
-             for k, v in row.items()}  # fmt: skip
+            {
+                k: (None if v is pd.NA or isinstance(v, float) and math.isnan(v) else v)
+                for k, v in row.items()
+            }  # fmt: skip
             for row in study.table.to_dict(orient="records")
         ],
         "runs": {

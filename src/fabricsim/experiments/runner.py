@@ -204,9 +204,7 @@ def _flow_columns(
             if out.paths is None
             else out.paths
         ),
-        "repaths": (
-            np.zeros(len(flows), dtype=np.int64) if out.repaths is None else out.repaths
-        ),
+        "repaths": (np.zeros(len(flows), dtype=np.int64) if out.repaths is None else out.repaths),
     }
     if out.acked_s is not None:  # packet engine: the sender saw every byte acknowledged
         cols["acked_s"] = out.acked_s

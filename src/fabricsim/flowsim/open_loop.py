@@ -29,6 +29,7 @@ import heapq
 import math
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -455,13 +456,13 @@ class _Sweep:
             else 0.0,
         }
 
-    def tables(self) -> dict[str, pd.DataFrame]:
+    def tables(self) -> dict[str, pd.DataFrame | dict[str, Any]]:
         df = self.backlog_table()
         if len(df) > MAX_ROWS:
             keep = np.linspace(0, len(df) - 1, MAX_ROWS).astype(np.int64)
             keep = np.union1d(keep, [int(df["backlog_bytes"].to_numpy().argmax())])
             df = df.iloc[keep].reset_index(drop=True)
-        out = {"timeline_backlog": df}
+        out: dict[str, pd.DataFrame | dict[str, Any]] = {"timeline_backlog": df}
         if self.snaps:
             out["timeline_links"] = self._links_table()
         return out

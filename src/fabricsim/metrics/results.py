@@ -226,7 +226,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> Result:
     summary = _read_json(d / "summary.json")
     timing = _read_json(d / "timing.json") if (d / "timing.json").is_file() else {}
     scenario = _read_scenario(d / "config.yaml")
-    tables: dict[str, pd.DataFrame] = {}
+    tables: dict[str, pd.DataFrame | Columns] = {}
     json_records: dict[str, Any] = {}
     for path in sorted(d.iterdir()):
         if path.suffix in (".parquet", ".csv") and path.is_file():

@@ -14,7 +14,7 @@ registers them) and passes the :class:`~fabricsim.metrics.summaries.RunContext`.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -158,7 +158,9 @@ def packet_queue_metrics(ctx: RunContext, hot: int) -> dict[str, Any]:
     fab, tables = ctx.fabric, ctx.output.tables
     down = fab.link_names[int(fab.host_downlink[hot])]
     out: dict[str, Any] = {"hot_receiver": fab.host_names[hot]}
-    ports, tl = tables.get("port_stats"), tables.get("timeline_links")
+    # record tables of the packet engine are DataFrames (only flow_paths starts as columns)
+    ports = cast("pd.DataFrame | None", tables.get("port_stats"))
+    tl = cast("pd.DataFrame | None", tables.get("timeline_links"))
     if ports is not None:
         row = ports.loc[ports["link"] == down, "peak_queue_bytes"]
         out["hot_receiver_peak_queue_bytes"] = float(row.iloc[0])

@@ -587,9 +587,9 @@ class PacketEngine:
             sim.run(end)
             w1 = time.perf_counter()
             drained = not sim.stopped  # no event left: the run ended before ``end``
-            if sampler is not None and tick is not None and tick <= limit:
-                if drained or end == tick:  # the last sample after the end, as a drop to idle
-                    sampler.sample(tick, last=drained)
+            last = drained or end == tick  # the last sample after the end, as a drop to idle
+            if sampler is not None and tick is not None and tick <= limit and last:
+                sampler.sample(tick, last=drained)
             if drained or end >= limit:
                 break  # no event left, or the run's own limit cut it (``stopped`` stays set)
             if progress is not None and end == mark:

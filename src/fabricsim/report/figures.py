@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fabricsim._compat import pd
+from fabricsim.experiments.intervals import mean_interval
 from fabricsim.report.labels import axis_label, metric_label, natural_key, value_label
 from fabricsim.units import seconds_unit
 
@@ -163,7 +164,8 @@ def vs_load_png(
     title: str | None = None,
 ) -> bytes:
     """Metrics (durations in seconds, ``*_s``) against the load key: mean over seeds with its
-    95 % t confidence band (none with one seed); one line per group (human labels), one time
+    95 % confidence band (:func:`~fabricsim.experiments.intervals.mean_interval`, the study's
+    interval of a mean; none with one seed); one line per group (human labels), one time
     unit per panel chosen for its values."""
     fig = _figure(figsize=(4.4 * len(metrics), 3.9), layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
@@ -173,14 +175,16 @@ def vs_load_png(
     for ax, metric in zip(axes, metrics, strict=True):
         factor, unit = time_unit(table[metric])
         for name, sub in groups:
-            stats = sub.groupby(load, sort=True)[metric].agg(["mean", "std", "count"])
-            x = stats.index.to_numpy(dtype=float)
+            by_load = sub.groupby(load, sort=True)[metric]
+            means = by_load.mean()
+            x = means.index.to_numpy(dtype=float)
             label = "all" if group is None else value_label(group, name)
-            line = ax.plot(x, stats["mean"] / factor, marker="o", label=label)[0]
-            half = _t_half_width(stats["std"].to_numpy(float), stats["count"].to_numpy(float))
-            if np.isfinite(half).any():
-                low, high = (stats["mean"] - half) / factor, (stats["mean"] + half) / factor
-                ax.fill_between(x, low.clip(lower=0), high, color=line.get_color(), alpha=0.15)
+            line = ax.plot(x, means / factor, marker="o", label=label)[0]
+            # the study's interval of a mean (log scale: a time's band stays above 0)
+            band = np.array([mean_interval(v.dropna().to_numpy(float)) for _, v in by_load])
+            if np.isfinite(band).any():
+                ax.fill_between(x, band[:, 0] / factor, band[:, 1] / factor,
+                                color=line.get_color(), alpha=0.15)  # fmt: skip
         ax.set_xlabel(axis_label(load))
         name = metric_label(metric)
         ax.set_ylabel(f"{name} ({unit})")
@@ -190,15 +194,6 @@ def vs_load_png(
     if group is not None:
         legend_below(fig, axes)
     return _png(fig, title)
-
-
-def _t_half_width(std: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """Half width of the 95 % Student-t interval of a mean (NaN below two samples)."""
-    from scipy import special  # perf: stats.t.ppf's own function, without scipy.stats (0.9 s)
-
-    n = np.maximum(count, 2)
-    half = special.stdtrit(n - 1, 0.975) * std / np.sqrt(n)
-    return np.where(count >= 2, half, np.nan)
 
 
 def spine_heatmap_png(spines: pd.DataFrame, title: str | None = None) -> bytes:

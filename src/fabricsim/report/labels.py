@@ -18,7 +18,12 @@ from fabricsim.experiments.plan import point_label
 from fabricsim.metrics.readable import METRIC_LABELS
 
 __all__ = [
-    "axis_label", "figure_labels", "method_label", "metric_label", "natural_key", "value_label",
+    "axis_label",
+    "figure_labels",
+    "method_label",
+    "metric_label",
+    "natural_key",
+    "value_label",
 ]
 
 _VALUES: dict[str, dict[str, str]] = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +112,7 @@ def _count(value: Any) -> int | None:
     return int(value) if np.isfinite(value) else None
 
 
-def unfinished_line(summary: dict[str, Any]) -> str | None:
+def unfinished_line(summary: Mapping[Any, Any]) -> str | None:
     """``2 of 1,024 flows did not complete (reason); FCT statistics cover the 1,022 that did``,
     or None when every flow finished.
 
@@ -141,7 +141,7 @@ def unfinished_line(summary: dict[str, Any]) -> str | None:
     )
 
 
-def unfinished_lines(named: list[tuple[str, dict[str, Any]]], most: int = 8) -> list[str]:
+def unfinished_lines(named: Sequence[tuple[str, Mapping[Any, Any]]], most: int = 8) -> list[str]:
     """:func:`unfinished_line` of each (name, summary) with unfinished flows, prefixed by its
     name; at most ``most`` lines, then one saying how many more."""
     lines = [f"{name}: {line}" for name, s in named if (line := unfinished_line(s))]

@@ -83,7 +83,9 @@ def _run_order(record: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
     def index(seq: list[Any], item: Any) -> tuple[int, Any]:
         texts = [str(x) for x in seq]
-        return (texts.index(str(item)), "") if str(item) in texts else (len(texts), natural_key(item))
+        return (
+            (texts.index(str(item)), "") if str(item) in texts else (len(texts), natural_key(item))
+        )
 
     def key(item: tuple[str, Any]) -> tuple[Any, ...]:
         rid, run = item

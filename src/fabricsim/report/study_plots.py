@@ -7,6 +7,7 @@ Every title names the scenario, engine and seeds, and the fabric and workload in
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import numpy as np
 from fabricsim.analysis import moe_incast
 from fabricsim.analysis.links import spine_grid
 from fabricsim.experiments.describe import describe_fabric, describe_run, describe_workload
-from fabricsim.experiments.paired import PairedStudy, point_label
+from fabricsim.experiments.paired import PairedStudy, describe_study, point_label
 from fabricsim.metrics.readable import METRIC_LABELS
 from fabricsim.metrics.results import Result
 from fabricsim.report import figures
@@ -39,12 +40,16 @@ def _pyplot() -> Any:
 
 def study_title(study: PairedStudy, what: str, params: dict[str, Any] | None = None) -> str:
     """A figure title: what it shows, then the run line, the fabric and the workload (at the
-    grid point ``params``, or the base scenario with the grid keys named)."""
-    sc = study.scenario.with_overrides(params) if params else study.scenario
-    grid = f" (grid over {', '.join(study.grid)})" if study.grid and not params else ""
+    grid point ``params``, or, for a figure over the whole grid, with the values the study
+    varies: ``at QPS {5, 25}``, not the base scenario's fixed ``QPS 25``)."""
+    if params:
+        sc = study.scenario.with_overrides(params)
+        fabric, workload = describe_fabric(sc), describe_workload(sc)
+    else:
+        header = describe_study(study)
+        fabric, workload = header["fabric"], header["workload"]
     return (
-        f"{what}\n{describe_run(sc, study.engine, study.seeds)}\n"
-        f"{describe_fabric(sc)}\n{describe_workload(sc)}{grid}"
+        f"{what}\n{describe_run(study.scenario, study.engine, study.seeds)}\n{fabric}\n{workload}"
     )
 
 
@@ -255,9 +260,9 @@ def paired_figures(directory: Path, study: PairedStudy, fmt: str = "png") -> lis
     d = Path(directory)
     points = study.points()
     for params, label in zip(points, figure_labels(points), strict=True):
-        _add(out, f"cdf_{label}", lambda: plot_point_cdfs(study, params, d / f"cdf_{label}", fmt))
-        _add(out, f"heatmap_{label}",
-             lambda: plot_heatmaps(study, params, d / f"heatmap_{label}", fmt))  # fmt: skip
+        cdf, heat = d / f"cdf_{label}", d / f"heatmap_{label}"
+        _add(out, cdf.name, functools.partial(plot_point_cdfs, study, params, cdf, fmt))
+        _add(out, heat.name, functools.partial(plot_heatmaps, study, params, heat, fmt))
         out += plot_moe(study, params, d, fmt, label)
     _add(out, "vs_grid", lambda: plot_vs_grid(study, d / "vs_grid", fmt))
     return out
@@ -275,6 +280,7 @@ def ark_figures(directory: Path, study: PairedStudy, fmt: str = "png") -> list[P
     for stem, metrics in (
         ("fct_vs_qps", ("fct_mean_s", "fct_p95_s")), ("ttft_vs_qps", ("ttft_mean_s", "ttft_p95_s"))
     ):  # fmt: skip
+
         def draw(stem: str = stem, metrics: tuple[str, ...] = metrics) -> Path | None:
             return plot_vs_grid(study, d / stem, fmt, metrics)
 

@@ -239,7 +239,7 @@ def _vs_load(ok: pd.DataFrame, keys: list[str], title: str | None = None) -> lis
             continue
         sec = Section(sid, name)
         sec.note(
-            f"Mean over seeds, band: its 95 % confidence interval (Student t); x = {load}"
+            f"Mean over seeds, band: its 95 % confidence interval (Student t on the log scale, above 0); x = {load}"
             + (f", one line per {group}" if group else "")
         )
         png = figures.vs_load_png(ok, load, have, group, title)
