@@ -193,11 +193,13 @@ def parse_quantity(text: str, name: str) -> int | float | None:
     (0.4, 2000)
     >>> parse_quantity("500ns", "link_delay_us"), parse_quantity("auto", "rtt_us") is None
     (0.5, True)
+    >>> parse_quantity("1e-5", "at_s") is None  # a number, not 1 with the suffix "e-5"
+    True
     """
     found = quantity_unit(name)
     match = _QUANTITY.match(text)
-    if found is None or match is None:
-        return None
+    if found is None or match is None or _is_number(text):
+        return None  # a plain number ("1e-5": YAML 1.1 reads it as text) keeps the key's unit
     what, table, per_unit = found
     number, suffix = match.groups()
     if suffix not in table:
@@ -208,6 +210,14 @@ def parse_quantity(text: str, name: str) -> int | float | None:
     value = float(number) * table[suffix] / per_unit
     value = float(f"{value:.15g}")  # 0.4, not 0.39999999999999997
     return int(value) if value.is_integer() and abs(value) < 2**63 else value
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 # -- for people: a value with the unit its magnitude calls for ---------------------------------

@@ -71,7 +71,7 @@ def test_debug_is_taken_out_before_the_verb_is_parsed():
 
 
 def _failing_writer(code: int):
-    def write_files(self, directory):
+    def write_files(self, directory, *args, **kwargs):
         (Path(directory) / "summary.json").write_text("{}")  # half an output, then the disk
         raise OSError(code, os.strerror(code))
 
@@ -197,7 +197,7 @@ QP_GROUPS = ["--set", "lb.policy=qp_scaling", "--set", "nic.pdc_groups_enabled=t
     ("sets", "needle"),
     [
         (WARNED[2:6], "REPS's entropy feedback"),
-        (QP_GROUPS, "share their PDC group's entropy value"),
+        (QP_GROUPS, "share their PDC group's source port"),
     ],
     ids=["reps with flowlet", "qp_scaling with PDC groups"],
 )
