@@ -42,15 +42,12 @@ def study_title(study: PairedStudy, what: str, params: dict[str, Any] | None = N
     """A figure title: what it shows, then the run line, the fabric and the workload (at the
     grid point ``params``, or, for a figure over the whole grid, with the values the study
     varies: ``at QPS {5, 25}``, not the base scenario's fixed ``QPS 25``)."""
+    run = describe_run(study.scenario, study.engine, study.seeds)
     if params:
         sc = study.scenario.with_overrides(params)
-        fabric, workload = describe_fabric(sc), describe_workload(sc)
-    else:
-        header = describe_study(study)
-        fabric, workload = header["fabric"], header["workload"]
-    return (
-        f"{what}\n{describe_run(study.scenario, study.engine, study.seeds)}\n{fabric}\n{workload}"
-    )
+        return f"{what}\n{run}\n{describe_fabric(sc)}\n{describe_workload(sc)}"
+    header = describe_study(study)
+    return f"{what}\n{run}\n{header['fabric']}\n{header['workload']}\n{header['compared']}"
 
 
 def _save(plt: Any, fig: Any, path: Path, fmt: str) -> Path:
@@ -145,6 +142,9 @@ def plot_vs_grid(
                 if line["ci_low"].notna().all():
                     low, high = line["ci_low"] / factor, line["ci_high"] / factor
                     ax.fill_between(x, low, high, color=drawn.get_color(), alpha=0.2)
+        grid_x = np.unique(part[gkey].to_numpy())
+        if grid_x.dtype.kind in "iuf" and len(grid_x) <= 12:
+            ax.set_xticks(grid_x)  # the grid's own values (4, 8), not 4.0, 4.5, ...
         ax.set_xlabel(axis_label(gkey))
         ax.set_ylabel(f"{METRIC_LABELS[metric]} ({unit})")
         ax.set_title(METRIC_LABELS[metric], fontsize=9)
