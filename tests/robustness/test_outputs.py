@@ -494,3 +494,19 @@ def test_a_full_disk_mid_sweep_is_one_line_and_leaves_no_half_point(tmp_path: Pa
     assert outcome.stderr == "error: no space left on device writing s\n"
     left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
     assert [p for p in left if "points" in p or "lock" in p] == [], left
+
+
+def test_an_output_directory_is_readable_as_the_umask_allows(tmp_path):
+    """A saved run is made like mkdir makes a directory (mode 0777 less the umask), not 0700 as
+    a temporary directory is: results are for other users of the machine too."""
+    import os
+    import stat
+
+    import fabricsim
+
+    old = os.umask(0o022)
+    try:
+        fabricsim.run("ecmp-collision").save(tmp_path / "o")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "o").stat().st_mode) == 0o755

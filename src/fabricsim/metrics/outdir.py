@@ -310,6 +310,7 @@ class OutDir:
                     prefix=f".{self.path.name}{_TMP_TAG}new-{os.getpid()}-", dir=self.path.parent
                 )
             )
+            os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700: as mkdir would, by umask
             yield tmp
             write_marker(tmp, self.kind)
             check_out_dir(self.path, self.kind, option=self.option)  # still acceptable?
@@ -529,6 +530,13 @@ def _make_parents(directory: Path, option: str, given: str) -> list[Path]:
 
 
 _STALE = re.compile(r"\.fabricsim-(?:new|old)-(\d+)-")
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _remove_stale_siblings(path: Path) -> None:
