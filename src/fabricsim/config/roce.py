@@ -29,7 +29,8 @@ key (unset)                     under a RoCE transport (``roce``, ``roce_sr``)
 ``switch.ecn_max_prob``         0.01 (the paper's P_max)
 ``nic.rto_us``                  under ``roce`` at least 4 ms (RoCE NICs time out in
                                 milliseconds; PFC queues can hold a packet far longer than the
-                                buffer's drain time); ``roce_sr`` keeps the engine's default
+                                buffer's drain time); ``roce_sr`` too with PFC on, without it
+                                the engine's default (no floor)
 ==============================  ==============================================================
 
 The DCQCN parameters and their sources are in :class:`DcqcnConfig` and ``docs/dcqcn.md``;

@@ -407,8 +407,9 @@ class PacketEngine:
             if ports[x].cap < UNBOUNDED  # a multi-plane NIC's own ports: no switch buffer
         )
         rto = 2 * (max(self.base_rtt_ps, self.unloaded_rtt_ps) + drain)
-        if self.transport.rto_floor_us:
-            rto = max(rto, us_to_ps(self.transport.rto_floor_us))
+        floor_us = self.transport.rto_floor_us_for(self.sc.switch.pfc)
+        if floor_us:
+            rto = max(rto, us_to_ps(floor_us))
         return rto
 
     def _setup_records(self, tops: int) -> None:

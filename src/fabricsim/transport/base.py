@@ -66,7 +66,8 @@ class Transport:
     sends_cnps: ClassVar[bool] = False
     """Its receiver is DCQCN's notification point (trait ``sends_cnps``: ``nic.cc: dcqcn``)."""
     rto_floor_us: ClassVar[float] = 0.0
-    """The engine's automatic RTO is at least this long, us (0: no floor)."""
+    """The engine's automatic RTO is at least this long, us (0: no floor); see
+    :meth:`rto_floor_us_for`."""
     window_cap_bdp: ClassVar[float] = 0.0
     """A cap on each PDC's bytes in flight, in BDPs of its path (0: the controller's window)."""
 
@@ -86,6 +87,10 @@ class Transport:
     def classes(self, cfg: NicConfig) -> tuple[type[Nic], type[Pdc]]:
         """The NIC and PDC classes a run with the NIC keys ``cfg`` builds."""
         return self.nic_class, self.pdc_class
+
+    def rto_floor_us_for(self, pfc: bool) -> float:
+        """The floor of the automatic RTO with PFC on or off, us (:attr:`rto_floor_us`)."""
+        return self.rto_floor_us
 
     def configure(self, env: NicEnv, cfg: NicConfig) -> None:
         """Set the transport's shared settings on the simulation's :class:`NicEnv`."""

@@ -16,8 +16,8 @@ that recovers from loss by itself, so the fabric need not be lossless.
   (``window_cap_bdp`` x the path's base-RTT BDP, in full packets) lie between the first
   unacknowledged PSN and it; retransmissions are never held back by it.
 * **Defaults**: DCQCN, DCQCN's ECN thresholds, no trimming, and no PFC (``switch.pfc`` keeps
-  its default; set it to compare).  The RTO has no 4 ms floor: without PFC nothing waits that
-  long in a queue.
+  its default; set it to compare).  The automatic RTO has RoCE's 4 ms floor only with PFC
+  on: without PFC nothing waits that long in a queue.
 * **Counts**: NAKs (sent as ``nacks_sent``, received), CNPs sent and received.
 """
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from fabricsim.config.roce import RTO_FLOOR_US
 from fabricsim.nic.nic import Nic
 from fabricsim.nic.pdc import LOST, OUT, Pdc
 from fabricsim.transport.base import Transport
@@ -153,6 +154,12 @@ class RoceSr(Transport):
     summary_counters = RC_SUMMARY
     roce_fabric = sends_cnps = True
     window_cap_bdp = WINDOW_CAP_BDP
+    rto_floor_us = RTO_FLOOR_US
+
+    def rto_floor_us_for(self, pfc: bool) -> float:
+        """RoCE's 4 ms floor only over PFC (its pauses can hold a packet far longer than the
+        buffers' drain time); lossy, the engine's RTO (IRN's point: a short timeout)."""
+        return self.rto_floor_us if pfc else 0.0
 
     def configure(self, env: NicEnv, cfg: NicConfig) -> None:
         super().configure(env, cfg)
