@@ -47,7 +47,7 @@ class Transport:
 
     name: ClassVar[str] = ""
     help: ClassVar[str] = ""
-    label: ClassVar[str] = ""
+    label: str = ""
     """A few words for legends and tables (``RoCE``); empty: the name."""
     receive_rule: ClassVar[str] = ""
     """One line: what the receiver does with an out-of-order packet."""
