@@ -24,6 +24,8 @@ COMPILED = (
     "fabricsim.lb.reps",
     "fabricsim.nic.pdc",
     "fabricsim.nic.nic",
+    "fabricsim.transport.roce_sr",
+    "fabricsim.transport.roce",
     "fabricsim.packetsim.forwarding",
     "fabricsim.flowsim.kernel",
     "fabricsim.flowsim.engine",

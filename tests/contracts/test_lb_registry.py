@@ -32,6 +32,7 @@ from fabricsim.lb.switch import registered_switch_methods
 from fabricsim.routing.hashing import registered_hashes
 from fabricsim.routing.router import Router
 from fabricsim.topology import fabric_for
+from fabricsim.transport import registered_transports
 
 FIELD = {
     "lb.policy": "policies",
@@ -48,6 +49,7 @@ def _registry(point: str) -> tuple[str, ...]:
         "switch.load_balancing_method": lambda: tuple(registered_switch_methods()),
         "nic.cc": registered_cc,
         "switch.hash_method": registered_hashes,
+        "nic.transport": registered_transports,
     }[point]()
 
 

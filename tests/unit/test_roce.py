@@ -321,3 +321,71 @@ def test_ark_packet_is_ark_scaled_on_the_flow_engine():
     ratio = a.flows["fct_s"].to_numpy() / b.flows["fct_s"].to_numpy()
     assert ratio == pytest.approx(32.0, rel=0.02)
     assert ratio.max() <= 32.0
+
+
+# -- selective repeat (nic.transport: roce_sr) ---------------------------------------------------
+def _incast(transport: str, **over) -> fabricsim.Result:
+    sc = load_scenario({**INCAST, "nic": {**INCAST["nic"], "transport": transport}})
+    return fabricsim.run(sc.with_overrides({"records.uet_transport_stats": True, **over}))
+
+
+def test_roce_sr_needs_no_pfc_and_resends_only_what_was_lost():
+    sr = _incast("roce_sr")
+    s = sr.summary
+    assert "pfc_pauses" not in s and s["packets_dropped"] > 0  # lossy by default
+    _summary_conserved(s)
+    assert s["flows_completed"] == s["flows_total"]
+    assert s["packets_retransmitted"] <= s["packets_dropped"] + s["control_packets_dropped"]
+    gbn = _incast("roce", **{"switch.pfc": False}).summary
+    assert s["packets_retransmitted"] < gbn["packets_retransmitted"] / 2
+    assert s["fct_p99_s"] < gbn["fct_p99_s"] / 2
+    print(
+        f"lossy 32-to-1: roce_sr p99 FCT {s['fct_p99_s'] * 1e3:.2f} ms, "
+        f"{s['packets_retransmitted']} resent; go-back-N {gbn['fct_p99_s'] * 1e3:.2f} ms, "
+        f"{gbn['packets_retransmitted']} resent"
+    )
+
+
+def test_roce_sr_keeps_new_psns_within_a_bdp_of_the_first_unacknowledged():
+    from fabricsim.packetsim.engine import PacketEngine
+    from fabricsim.transport.roce_sr import RoceSrPdc
+
+    res = _incast("roce_sr")
+    nics = res.json_records["uet_transport_stats"]["nics"].values()
+    held = max(n["max_out_of_order_on_flow"] for n in nics)
+    eng = PacketEngine.from_scenario(
+        load_scenario(INCAST).with_overrides({"nic.transport": "roce_sr"})
+    )
+    assert eng._pdc_class is RoceSrPdc and eng.env.window_cap_bdp == 1.0
+    bdp = 100 * GBPS / 8 * eng.base_rtt_ps / 1e12
+    cap = -(-bdp // (eng.mss + eng.hdr))
+    print(f"roce_sr window {cap:.0f} packets; the receiver held at most {held}")
+    assert 0 < held < cap  # the receiver never holds a PSN a full window past its cum
+
+
+def test_roce_sr_defaults_and_its_rto():
+    from fabricsim.packetsim.engine import PacketEngine
+
+    sc = load_scenario(INCAST).with_overrides({"nic.transport": "roce_sr"})
+    assert not sc.switch.pfc and sc.nic.cc == "dcqcn" and not sc.switch.trimming
+    lossy = PacketEngine.from_scenario(sc).rto_ps
+    over_pfc = PacketEngine.from_scenario(sc.with_overrides({"switch.pfc": True})).rto_ps
+    assert lossy < 4000 * US <= over_pfc  # RoCE's 4 ms floor only over PFC
+
+
+def test_roce_selective_retransmit_is_roce_sr_recovery_without_its_window():
+    from fabricsim.packetsim.engine import PacketEngine
+    from fabricsim.transport.roce_sr import RoceSrNic, RoceSrPdc
+
+    sc = load_scenario(INCAST).with_overrides({"nic.roce.retransmit": "selective"})
+    eng = PacketEngine.from_scenario(sc)
+    assert eng._pdc_class is RoceSrPdc and isinstance(eng.nics[0], RoceSrNic)
+    assert eng.env.window_cap_bdp == 0.0 and sc.switch.pfc
+
+
+def test_roce_sr_refuses_roce_knobs_in_one_line():
+    sc = load_scenario(INCAST).with_overrides(
+        {"nic.transport": "roce_sr", "nic.roce.nak_interval_us": 100}
+    )
+    with pytest.raises(EngineRefusal, match="nic.roce.nak_interval_us=100.0 is read only when"):
+        check_supported(sc, "packet")

@@ -28,6 +28,7 @@ from typing import Any
 
 from fabricsim.config.layers import leaf_keys
 from fabricsim.config.models import Scenario
+from fabricsim.config.names import name_entries
 from fabricsim.errors import EngineRefusal
 
 # Keys of one fabric shape.
@@ -82,8 +83,6 @@ WORKLOAD_KEYS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
 CC_SECTIONS = {"nic.nscc.": "nscc", "nic.dcqcn.": "dcqcn"}
 # Keys read only when a switch (key, value) holds: key -> (selector, value, what to say).
 SELECTED_KEYS: dict[str, tuple[str, Any]] = {
-    "nic.roce.retransmit": ("nic.transport", "roce"),
-    "nic.roce.nak_interval_us": ("nic.transport", "roce"),
     "nic.plane_select": ("topology.kind", "multi_plane"),
     "topology.nvlink_gbps": ("topology.pxn", True),
     "topology.nvlink_delay_us": ("topology.pxn", True),
@@ -199,6 +198,7 @@ def check_keys_apply(sc: Scenario, varied: frozenset[str] = frozenset()) -> None
                 )
     _check_workload_keys(sc, varied)
     _check_cc_keys(sc, varied)
+    _check_transport_keys(sc, varied)
     for key, (selector, wanted) in SELECTED_KEYS.items():
         if selector not in varied and _value(sc, selector) != wanted and explicit(sc, key):
             raise EngineRefusal(
@@ -246,3 +246,27 @@ def _check_cc_keys(sc: Scenario, varied: frozenset[str]) -> None:
                     f"{key}={_shown(_value(sc, key))} is read only by nic.cc={cc} (this run has "
                     f"nic.cc={sc.nic.cc}); remove it or set nic.cc={cc}"
                 )
+
+
+def transport_knobs() -> dict[str, tuple[str, ...]]:
+    """Key -> the transports that read it: the knobs each registered transport declares
+    (``nic.roce.nak_interval_us`` is read by ``roce`` only)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for entry in name_entries("nic.transport"):
+        for key in entry.knobs:
+            out[key] = (*out.get(key, ()), entry.name)
+    return out
+
+
+def _check_transport_keys(sc: Scenario, varied: frozenset[str]) -> None:
+    """A key only some transports read (their declared knobs) is refused under another."""
+    if "nic.transport" in varied:
+        return
+    chosen = sc.nic.transport
+    for key, readers in transport_knobs().items():
+        if chosen not in readers and explicit(sc, key):
+            wanted = " or ".join(readers)
+            raise EngineRefusal(
+                f"{key}={_shown(_value(sc, key))} is read only when nic.transport is {wanted} "
+                f"(this run has {chosen}); remove it or set nic.transport={readers[0]}"
+            )

@@ -28,7 +28,16 @@ from fabricsim.config.inputs import by_content, resolve_inputs
 from fabricsim.config.names import RegisteredName, has_trait
 from fabricsim.config.nscc import NsccConfig
 from fabricsim.config.overrides import apply_overrides
-from fabricsim.config.roce import ECN_MAX_PROB, DcqcnConfig, RoceConfig, pfc_scenario_problem
+from fabricsim.config.roce import (
+    ECN_MAX_PROB,
+    PFC_BY_DEFAULT,
+    ROCE_FABRIC,
+    SENDS_CNPS,
+    DcqcnConfig,
+    RoceConfig,
+    pfc_scenario_problem,
+    transports_with,
+)
 from fabricsim.config.workloads import WorkloadConfig
 from fabricsim.units import MAX_TIME_S
 
@@ -374,10 +383,12 @@ class NicConfig(_Model):
     pinned_plane: int = Field(
         0, ge=0, le=7, description="plane_select pinned: the plane (another when it is down)"
     )
-    transport: Literal["uet", "roce"] = Field(
+    transport: Annotated[str, RegisteredName("nic.transport")] = Field(
         "uet",
         description="uet: SACK, out-of-order placement, NACK on trim; roce: RoCEv2 RC, in-order "
-        "delivery, NAK + go-back-N (and, unset, switch.pfc true and nic.cc dcqcn)",
+        "delivery, NAK + go-back-N (and, unset, switch.pfc true and nic.cc dcqcn); roce_sr: "
+        "RoCE with selective repeat (IRN-style: out-of-order placement, holes resent, a BDP "
+        "window; unset, nic.cc dcqcn and no PFC)",
     )
     roce: RoceConfig = Field(
         default_factory=RoceConfig,  # type: ignore[arg-type]
@@ -618,23 +629,26 @@ class Scenario(_Model):
         return self
 
     @model_validator(mode="after")
-    def _roce_defaults(self) -> Scenario:
-        """``nic.transport: roce`` brings PFC and DCQCN unless the scenario sets them
-        (:mod:`fabricsim.config.roce` lists every RoCE default)."""
+    def _transport_defaults(self) -> Scenario:
+        """A RoCE transport brings DCQCN (and ``roce`` PFC) unless the scenario sets them: the
+        transport's traits in the name table decide (:mod:`fabricsim.config.roce` lists every
+        default)."""
         nic, sw = self.nic, self.switch
-        if nic.transport == "roce":
+        if has_trait("nic.transport", nic.transport, ROCE_FABRIC):
             if "cc" not in nic.model_fields_set:
                 nic._derive("cc", "dcqcn")
-            if "pfc" not in sw.model_fields_set:
+            if "pfc" not in sw.model_fields_set and has_trait(
+                "nic.transport", nic.transport, PFC_BY_DEFAULT
+            ):
                 sw._derive("pfc", True)
             if "ecn_max_prob" not in sw.model_fields_set:
                 sw._derive("ecn_max_prob", ECN_MAX_PROB)
             if "trimming" not in sw.model_fields_set:
                 sw._derive("trimming", False)  # RoCE NICs cannot use a trimmed header
-        if nic.cc == "dcqcn" and nic.transport != "roce":
+        if nic.cc == "dcqcn" and not has_trait("nic.transport", nic.transport, SENDS_CNPS):
             raise ValueError(
-                "nic.cc: dcqcn reacts to CNPs, which only the RoCE receiver sends; set "
-                "nic.transport=roce (or another nic.cc)"
+                "nic.cc: dcqcn reacts to CNPs, which only a RoCE receiver sends; set "
+                f"nic.transport={' or '.join(transports_with(SENDS_CNPS))} (or another nic.cc)"
             )
         return self
 

@@ -10,6 +10,7 @@ point                          registered by
 ``nic.cc``                     :func:`fabricsim.cc.base.register_cc`
 ``switch.hash_method``         :func:`fabricsim.routing.hashing.register_hash`
 ``switch.load_balancing_method`` :func:`fabricsim.lb.switch.register_switch_method`
+``nic.transport``              :func:`fabricsim.transport.base.register_transport`
 ============================== ====================================================
 
 The strategies sit above config in the layer order, so config never imports them: each
@@ -50,6 +51,7 @@ POINTS: dict[str, bool] = {
     "nic.cc": False,
     "switch.hash_method": False,
     "switch.load_balancing_method": False,
+    "nic.transport": False,
 }
 """The extension points, and whether a value is matched ignoring case, spaces and ``_``
 (``nic.packet_spraying_type``: the UET documentation's ``DefaultPacketSpraying`` ...)."""

@@ -1,12 +1,17 @@
 """Lossless RoCE keys and defaults, in one place: ``nic.roce.*``, ``nic.dcqcn.*``, the PFC keys.
 
-``nic.transport: roce`` alone gives a coherent lossless RoCEv2 setup.  Every default it brings
-is applied here (the scenario's own values always win):
+A transport (``nic.transport``, registered in :mod:`fabricsim.transport`) declares traits in the
+config name table; config reads the traits, never a transport's name.  A transport with the
+:data:`ROCE_FABRIC` trait (``roce``, ``roce_sr``) alone gives a coherent RoCEv2 setup, and one
+with :data:`PFC_BY_DEFAULT` (``roce``) a lossless one.  Every default they bring is applied
+here and in the scenario's validation (the scenario's own values always win):
 
 ==============================  ==============================================================
-key (unset)                     under ``nic.transport: roce``
+key (unset)                     under a RoCE transport (``roce``, ``roce_sr``)
 ==============================  ==============================================================
-``switch.pfc``                  ``true``: lossless data priority (no drops, no trimming)
+``switch.pfc``                  ``true`` under ``roce`` (lossless data priority: no drops, no
+                                trimming); ``false`` under ``roce_sr`` (selective repeat needs
+                                no lossless fabric)
 ``nic.cc``                      ``dcqcn``
 ``switch.trimming``             ``false`` (a RoCE NIC has no use for a trimmed header; with
                                 PFC on trimming never applies anyway)
@@ -22,8 +27,10 @@ key (unset)                     under ``nic.transport: roce``
 ``switch.ecn_min_bytes``        5 KB x port rate / 40 Gbps (the DCQCN paper's thresholds at 40
 ``switch.ecn_max_bytes``        Gbps, scaled with the rate); 200 KB x rate / 40 Gbps
 ``switch.ecn_max_prob``         0.01 (the paper's P_max)
-``nic.rto_us``                  at least 4 ms (RoCE NICs time out in milliseconds; PFC queues
-                                can hold a packet far longer than the buffer's drain time)
+``nic.rto_us``                  under ``roce`` at least 4 ms (RoCE NICs time out in
+                                milliseconds; PFC queues can hold a packet far longer than the
+                                buffer's drain time); ``roce_sr`` too with PFC on, without it
+                                the engine's default (no floor)
 ==============================  ==============================================================
 
 The DCQCN parameters and their sources are in :class:`DcqcnConfig` and ``docs/dcqcn.md``;
@@ -44,10 +51,19 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from fabricsim.config.base import StrictModel
+from fabricsim.config.names import has_trait, name_entries
 from fabricsim.units import gbps_to_bps, us_to_ps
 
 RTO_FLOOR_US = 4000.0
 """RoCE: the automatic retransmission timeout is at least this long, us."""
+PFC_BY_DEFAULT = "pfc_by_default"
+"""Transport trait: an unset ``switch.pfc`` is true (the transport needs a lossless fabric)."""
+ROCE_FABRIC = "roce_fabric"
+"""Transport trait: RoCE's defaults (``nic.cc`` dcqcn, DCQCN's ECN thresholds and P_max, no
+trimming, PFC's XOFF from the ECN maximum)."""
+SENDS_CNPS = "sends_cnps"
+"""Transport trait: the receiver sends CNPs (DCQCN's notification point): ``nic.cc: dcqcn``
+needs it."""
 ECN_REFERENCE_BPS = 40e9
 ECN_MIN_AT_REFERENCE = 5_000
 ECN_MAX_AT_REFERENCE = 200_000
@@ -57,7 +73,8 @@ PAUSE_QUANTA = 65535
 
 
 class RoceConfig(StrictModel):
-    """RoCEv2 reliable-connected transport (``nic.roce``), read only by ``nic.transport: roce``."""
+    """RoCEv2 reliable-connected transport (``nic.roce``); each key is read only by the
+    transports that list it among their knobs (``nic.transport: roce``)."""
 
     retransmit: Literal["go_back_n", "selective"] = Field(
         "go_back_n",
@@ -233,7 +250,7 @@ def pfc_scenario_problem(switch: Any, topology: Any, nic: Any) -> str | None:
     given = topology.host_nic_gbps or []
     rates += list(given.values() if isinstance(given, dict) else given)
     rate = gbps_to_bps(max(rates))
-    roce = nic.transport == "roce"
+    roce = has_trait("nic.transport", nic.transport, ROCE_FABRIC)
     ecn = switch.ecn_max_bytes
     if roce and ecn is None:
         ecn = dcqcn_ecn_bytes(rate)[1]
@@ -247,3 +264,8 @@ def pfc_scenario_problem(switch: Any, topology: Any, nic: Any) -> str | None:
         switch.pfc_headroom_bytes,
         ecn if roce else None,
     )
+
+
+def transports_with(trait: str) -> tuple[str, ...]:
+    """The registered transports that declare ``trait`` (for messages)."""
+    return tuple(e.name for e in name_entries("nic.transport") if trait in e.traits)

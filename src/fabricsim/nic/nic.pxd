@@ -21,7 +21,6 @@ cdef class Nic:
     cdef public PacketPool pool
     cdef public long long ctrl_run, ctrl_per_data
     cdef public long long cnps_sent, cnps_received, naks_received, nak_ps, cnp_ps
-    cdef public bint selective
 
     cpdef activate(self, Pdc pdc)
     cpdef Packet pull(self)
@@ -32,8 +31,9 @@ cdef class Nic:
     cpdef receive(self, Packet pkt)
     @cython.locals(pdc=Pdc)
     cpdef receive_ctrl(self, Packet pkt)
-    @cython.locals(pdc=Pdc, rx=RxState, urgent=cython.bint, now=cython.longlong)
-    cpdef receive_roce(self, Packet pkt)
+    @cython.locals(t=cython.longlong)
+    cpdef _advance(self, RxState rx, object cum)
+    cpdef _answer(self, Packet pkt, Pdc pdc, RxState rx, object psn, bint urgent)
     cpdef bint _placed(self, Pdc pdc, RxState rx, Packet pkt)
     cpdef bint _held(self, Packet pkt, RxState rx, bint urgent)
     @cython.locals(held=cython.longlong)
@@ -42,3 +42,5 @@ cdef class Nic:
     cpdef _nak(self, Packet pkt, Pdc pdc, RxState rx, long long now)
     @cython.locals(cnp=Packet)
     cpdef _send_cnp(self, Pdc pdc, long long entropy)
+    @cython.locals(route=Route)
+    cpdef _turn_around(self, Packet pkt, Pdc pdc)

@@ -21,14 +21,11 @@
   so that it covers the PSN answered) that carries the entropy and ECN mark of the packet
   it answers and that packet's send time.  A trimmed header is answered by a NACK at once.
   ACK and NACK objects are the data packet turned around (no allocation).
-* **RoCE receive** (``nic.transport: roce``, :meth:`Nic.receive_roce`): the RC receiver
-  expects PSNs in order.  Go-back-N: an out-of-sequence packet is dropped and answered by a
-  NAK carrying the expected PSN, once per expected PSN (again only after
-  ``nic.roce.nak_interval_us``); ``selective`` (IRN-like) places it and NAKs every
-  out-of-order arrival, with the same SACK fields as an ACK.  ACKs coalesce as above (ECN marks do not hasten them: a CNP
-  answers those); duplicates, flagged and last packets are ACKed at once.  With ``nic.cc:
-  dcqcn`` the receiver is DCQCN's notification point: an ECN-marked arrival sends the
-  sender a CNP, at most one per QP per ``nic.dcqcn.cnp_interval_us``.
+* **Other transports** (``nic.transport``): a transport module (:mod:`fabricsim.transport`)
+  subclasses :class:`Nic` for its receive rule (RoCE: in order with NAK and go-back-N; RoCE
+  with selective repeat: out of order with SACK and a NAK per out-of-order arrival) and uses
+  the parts here: ACK coalescing (:meth:`Nic._held`), placement, the SACK fields, NAKs and
+  CNPs (DCQCN's notification point, at most one per QP per ``nic.dcqcn.cnp_interval_us``).
 """
 
 from __future__ import annotations
@@ -71,7 +68,7 @@ class Nic:
         self.early_failures = self.duplicates = self.trimmed_received = 0
         self.acks_sent = self.nacks_sent = self.data_received = self.retransmissions = 0
         self.cnps_sent = self.cnps_received = self.naks_received = 0
-        self.selective, self.nak_ps, self.cnp_ps = env.selective, env.nak_ps, env.cnp_ps
+        self.nak_ps, self.cnp_ps = env.nak_ps, env.cnp_ps
         self._rand: Callable[[], float] | None = None
         # perf: the shared settings the receive path reads, as the NIC's own fields (reading
         # them through env measured 8-12 % slower in the compiled build)
@@ -231,47 +228,16 @@ class Nic:
         else:
             pdc.on_nack(pkt)
 
-    # -- RoCE ------------------------------------------------------------------------------
-    def receive_roce(self, pkt: Packet) -> None:
-        """A RoCE data packet arrives (see the module notes): in order, NAK, CNP."""
-        pdc: Pdc = pkt.pdc
-        if pkt.kind:  # a trimmed header: RoCE has no use for it, the payload is lost
-            self.trimmed_received += 1
-            self.pool.put(pkt)
-            return
-        rx = pdc.rx
-        now = self.sim.now
-        psn, cum = pkt.psn, rx.cum
-        self.data_received += 1
-        if pkt.ecn and self.cnp_ps and now >= rx.cnp_at:  # DCQCN's notification point
-            rx.cnp_at = now + self.cnp_ps
-            self._send_cnp(pdc, pkt.entropy)
-        urgent = self.ack_request and (pkt.ar or not rx.count)
-        if psn < cum or (psn > cum and (rx.win >> (psn - cum)) & 1):
-            rx.dups += 1
-            self.duplicates += 1
-            urgent = True
-        elif psn > cum:  # out of sequence
-            if not self.selective:  # dropped; NAK the expected PSN
-                self.ooo_events += 1
-                if rx.nak_psn != cum or now >= rx.nak_at:
-                    self._nak(pkt, pdc, rx, now)
-                else:
-                    self.pool.put(pkt)
-                return
-            self._out_of_order(rx, psn - cum)
-            if self._placed(pdc, rx, pkt):
-                urgent = True
-            else:  # IRN: every out-of-order arrival NAKs, with the SACK of what is held
-                self._nak(pkt, pdc, rx, now)
-                return
-        else:
-            w = rx.win | 1
-            t = ((~w) & (w + 1)).bit_length() - 1
-            rx.win = w >> t
-            rx.cum = cum + t
-            if self._placed(pdc, rx, pkt):
-                urgent = True
+    # -- parts the transports' receive rules share -----------------------------------------
+    def _advance(self, rx: RxState, cum: int) -> None:
+        """The expected PSN ``cum`` arrived: the cumulative point moves past what is held."""
+        w = rx.win | 1
+        t = ((~w) & (w + 1)).bit_length() - 1
+        rx.win = w >> t
+        rx.cum = cum + t
+
+    def _answer(self, pkt: Packet, pdc: Pdc, rx: RxState, psn: int, urgent: bool) -> None:
+        """ACK ``pkt`` (turned around) unless coalescing absorbs it."""
         if self._held(pkt, rx, urgent):
             return
         self._sack(pkt, rx, psn, ACK)
@@ -367,8 +333,8 @@ class Nic:
         As a receiver: out-of-order events, the most packets one PDC held beyond its cumulative
         point, data packets, duplicates and trimmed headers received, ACKs and NACKs sent.  As
         a sender: retransmissions, trims of its packets (NACKs received), timeouts, REPS early
-        failure detections, PDC groups created (both sides).  RoCE adds CNPs sent (receiver)
-        and received (sender) and NAKs received (on RoCE, ``nacks_sent`` counts NAKs).
+        failure detections, PDC groups created (both sides).  Then the counters the transport
+        declares (RoCE: CNPs sent and received, NAKs received; there ``nacks_sent`` counts NAKs).
         """
         out = {
             "num_out_of_order_events_on_nic": self.ooo_events,
@@ -385,10 +351,6 @@ class Nic:
             "early_failure_detections": self.early_failures,
             "pdc_groups_created": self.groups_created,
         }
-        if self.env.cfg.transport == "roce":  # NAKs are counted as nacks; CNPs only here
-            out.update(
-                cnps_sent=self.cnps_sent,
-                cnps_received=self.cnps_received,
-                naks_received=self.naks_received,
-            )
+        for name in self.env.counters:
+            out[name] = getattr(self, name)
         return out

@@ -34,8 +34,10 @@ cdef class NicEnv:
     cdef public PacketPool pool
     cdef public long long rto_ps, freezing_ps, mss, hdr, max_retries, coalesce, ctrl_per_data
     cdef public double fd_mult
-    cdef public bint ack_by_bytes, ack_request, rto_backoff, recycle_last_hop, selective
+    cdef public bint ack_by_bytes, ack_request, rto_backoff, recycle_last_hop
     cdef public long long nak_ps, cnp_ps, base_rtt_ps
+    cdef public object counters
+    cdef public double window_cap_bdp
 
 cdef class RxState:
     cdef public long long cum, count, bytes, done_ps, unacked, dups, nak_psn, nak_at, cnp_at
@@ -95,15 +97,4 @@ cdef class Pdc:
     cpdef _arm_rto(self, long long deadline)
     cpdef on_cnp(self, Packet pkt)
     cpdef bint _retry(self, long long psn)
-    cpdef _timeout(self, long long psn, long long entropy)
-
-cdef class RocePdc(Pdc):
-    @cython.locals(cack=cython.longlong, ts=cython.longlong, hi=cython.longlong,
-                   stale=cython.bint, psn=cython.longlong, st=bytearray,
-                   sent=cython.longlong[::1])
-    cpdef on_nack(self, Packet pkt)
-    @cython.locals(psn=cython.longlong, state=cython.int, st=bytearray)
-    cpdef _go_back(self, long long first)
-    @cython.locals(p=cython.longlong, t0=cython.longlong, st=bytearray,
-                   sent=cython.longlong[::1])
     cpdef _timeout(self, long long psn, long long entropy)

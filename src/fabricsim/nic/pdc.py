@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from fabricsim.config.models import NicConfig
 from fabricsim.engine_api import DATA, route_key
 from fabricsim.lb.spraying import spraying_type
-from fabricsim.units import transmit_ps, transmitted_bytes, us_to_ps
+from fabricsim.units import transmit_ps, transmitted_bytes
 
 if TYPE_CHECKING:
     from fabricsim.cc.base import CongestionControl
@@ -201,7 +201,8 @@ class NicEnv:
         "sim", "routes", "rcache", "pool", "cfg", "rto_ps", "window_packets", "freezing_ps",
         "on_rx_done", "on_tx_failed", "rand_of", "monitor", "spine", "mss", "hdr",
         "max_retries", "fd_mult", "coalesce", "ack_by_bytes", "ack_request", "rto_backoff",
-        "ctrl_per_data", "recycle_last_hop", "selective", "nak_ps", "cnp_ps", "base_rtt_ps",
+        "ctrl_per_data", "recycle_last_hop", "nak_ps", "cnp_ps", "base_rtt_ps", "counters",
+        "window_cap_bdp",
     )
 
     # fmt: on
@@ -240,10 +241,10 @@ class NicEnv:
         self.fd_mult = c.failure_detection_rtt_multiplier if detects else 0.0
         self.ctrl_per_data = c.control_per_data or 1 << 62  # null: control strictly first
         self.recycle_last_hop = c.reps_recycle_last_hop_nack
-        roce = c.transport == "roce"
-        self.selective = roce and c.roce.retransmit == "selective"
-        self.nak_ps = us_to_ps(c.roce.nak_interval_us)
-        self.cnp_ps = us_to_ps(c.dcqcn.cnp_interval_us) if roce and c.cc == "dcqcn" else 0
+        # the transport's settings (:meth:`fabricsim.transport.base.Transport.configure`)
+        self.nak_ps = self.cnp_ps = 0  # a NAK's repeat interval; CNPs' (0: none sent)
+        self.counters: tuple[str, ...] = ()  # the NIC counters the transport adds to its stats
+        self.window_cap_bdp = 0.0  # a cap on a PDC's bytes in flight, in BDPs (0: none)
 
 
 class RxState:
@@ -677,70 +678,6 @@ class Pdc:
         self.failed = True
         self._close()
         self.env.on_tx_failed(self)
-
-
-class RocePdc(Pdc):
-    """Sender of a RoCEv2 RC queue pair (``nic.transport: roce``): what differs from UET.
-
-    * **NAK**: the receiver expects ``cack``; everything below it is acknowledged.
-      Go-back-N: every PSN from ``cack`` on that is outstanding is resent, in order (a NAK
-      older than the last resend of ``cack`` is ignored).  Selective (IRN-like): the NAK
-      carries the receiver's SACK bitmap; the holes below its highest PSN that were sent
-      before the packet that triggered it are resent.
-    * **Timeout**: go-back-N resends from the first unacknowledged PSN; selective resends
-      every unacknowledged PSN sent no later than the one that timed out (the SACKed ones
-      are acknowledged already).  Backoff and the retry limit are the UET sender's.
-    """
-
-    def on_nack(self, pkt: Packet) -> None:
-        cack, ts = pkt.cack, pkt.ts
-        hi = pkt.sbase + pkt.sack.bit_length() - 1  # the highest PSN the receiver holds
-        if self.closed:
-            self.env.pool.put(pkt)
-            return
-        self.nic.naks_received += 1
-        stale = (  # go-back-N: a NAK older than the last resend of the PSN it asks for
-            not self.env.selective
-            and cack < self.npkts
-            and self.st[cack] == OUT
-            and self.sent_ts[cack] > ts
-        )
-        self.on_ack(pkt)  # the cumulative part (and the SACK) acknowledges as an ACK does
-        if self.closed or stale:
-            return
-        self.nic.nacks += 1
-        if self.env.selective:
-            st, sent = self.st, self.sent_ts
-            for psn in range(self.una, min(hi, self.next_psn)):
-                if st[psn] == OUT and sent[psn] < ts:
-                    self._lose(psn)
-        else:
-            self._go_back(cack)
-        if not self.in_active and self.retx:
-            self.nic.activate(self)
-
-    def _go_back(self, first: int) -> None:
-        """Resend every PSN from ``first`` that is outstanding or lost, in order."""
-        st, rq = self.st, self.retx
-        rq.clear()
-        for psn in range(max(first, self.una), self.next_psn):
-            state = st[psn]
-            if state == OUT:
-                self._lose(psn)
-            elif state == LOST:
-                rq.append(psn)
-
-    def _timeout(self, psn: int, entropy: int) -> None:
-        if not self._retry(psn):
-            return
-        if self.env.selective:  # every hole sent no later than the one that timed out
-            st, sent, t0 = self.st, self.sent_ts, self.sent_ts[psn]
-            for p in range(self.una, self.next_psn):
-                if st[p] == OUT and sent[p] <= t0:
-                    self._lose(p)
-        else:
-            self._go_back(self.una)
-        self.cc.on_timeout(self.env.sim.now)
 
 
 def backed_off(rto_ps: int, level: int) -> int:

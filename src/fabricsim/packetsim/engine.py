@@ -12,7 +12,7 @@ Defaults derived here (each overridable in the scenario):
 * port buffer: ``switch.buffer_bytes``, else ``switch.buffer_bdp`` x (port rate x base RTT);
   priority (header) queue: ``switch.header_buffer_bytes``, else the same size;
 * ECN: ``switch.ecn_min_bytes`` / ``ecn_max_bytes``, else 20 % / 80 % of the buffer (under
-  ``nic.transport: roce`` the DCQCN paper's thresholds scaled to the port's rate); with
+  a RoCE transport the DCQCN paper's thresholds scaled to the port's rate); with
   ``switch.scale_buffers_with_rate`` a degraded link's buffers and thresholds shrink with the
   fraction of its rate it keeps;
 * RTO: ``nic.rto_us``, else 2 x (max(base RTT, unloaded RTT) + the drain time of every full
@@ -40,7 +40,7 @@ import numpy as np
 from fabricsim import workloads
 from fabricsim.cc import CcParams, make_cc
 from fabricsim.config.models import Scenario
-from fabricsim.config.roce import RTO_FLOOR_US, dcqcn_ecn_bytes, pause_ps, pfc_thresholds
+from fabricsim.config.roce import dcqcn_ecn_bytes, pause_ps, pfc_thresholds
 from fabricsim.engine_api import ROUTE_KEY_HOSTS, EngineOutput, collector_paused, wire_bytes
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.flowsim.engine import slowest_rate_bps
@@ -50,7 +50,7 @@ from fabricsim.lb.repath import REPATHING, count_repaths
 from fabricsim.lb.reps import exploration_window_packets
 from fabricsim.metrics.summaries import reason_of_flows
 from fabricsim.nic.nic import Nic
-from fabricsim.nic.pdc import MonitorLog, NicEnv, Pdc, RocePdc
+from fabricsim.nic.pdc import MonitorLog, NicEnv, Pdc
 from fabricsim.packetsim import records as rec
 from fabricsim.packetsim.core import (
     ACK,
@@ -69,6 +69,7 @@ from fabricsim.rng import stream
 from fabricsim.routing.router import Router
 from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import NIC, NVSWITCH, Fabric
+from fabricsim.transport import transport_for
 from fabricsim.units import (
     MAX_TIME_S,
     PS_PER_S,
@@ -222,6 +223,7 @@ class PacketEngine:
         self.flows, self.policy = flows, policy
         self.progress: Callable[[float], None] | None = None  # called with the simulated time, s
         nic = sc.nic
+        self.transport = transport_for(nic.transport)  # nic.transport: its classes and rules
         self.mss, self.hdr = nic.rdma_data_mss, nic.header_bytes
         self.sim = Sim(width_bits=wheel_width_bits(self._horizon_ps()))
         self.unloaded_rtt_ps = fabric.unloaded_rtt_ps(self.mss, self.hdr, self.hdr)
@@ -248,7 +250,6 @@ class PacketEngine:
         for failure in sc.topology.link_failures:
             self.fail_link_at(failure.link, failure.at_s)
         self.nics = self._build_nics()
-        self._pdc_class = RocePdc if sc.nic.transport == "roce" else Pdc
         n = len(flows)
         self.pdcs: list[list[Pdc]] = [[] for _ in range(n)]
         self.host_repaths: dict[int, int] = {}  # per sending host: its repaths (plb, rod)
@@ -278,13 +279,14 @@ class PacketEngine:
             spine=self.spine,
             base_rtt_ps=self.base_rtt_ps,
         )
-        nics = []
+        self.transport.configure(self.env, sc.nic)
+        nic_class, self._pdc_class = self.transport.classes(sc.nic)
+        nics: list[Nic] = []
         for h in range(fabric.num_hosts):
             port = self.ports[int(fabric.host_uplink[h])]
             assert isinstance(port, HostPort)
-            nics.append(Nic(self.env, h, port))
-        roce = sc.nic.transport == "roce"
-        self.routes.nics.extend(n.receive_roce if roce else n.receive for n in nics)
+            nics.append(nic_class(self.env, h, port))
+        self.routes.nics.extend(n.receive for n in nics)
         self.routes.nic_ctrl.extend(n.receive_ctrl for n in nics)
         return nics
 
@@ -326,7 +328,7 @@ class PacketEngine:
             )
             hcap = sw.header_buffer_bytes or cap
             kmin, kmax = cap // 5, cap * 4 // 5
-            if self.sc.nic.transport == "roce":
+            if self.transport.roce_fabric:
                 kmin, kmax = dcqcn_ecn_bytes(float(fab.link_nominal_bps[link]))
             kmin = sw.ecn_min_bytes if sw.ecn_min_bytes is not None else kmin
             kmax = sw.ecn_max_bytes if sw.ecn_max_bytes is not None else kmax
@@ -365,7 +367,7 @@ class PacketEngine:
                     sw.pfc_xoff_bytes,
                     sw.pfc_xon_bytes,
                     sw.pfc_headroom_bytes,
-                    kmax if self.sc.nic.transport == "roce" else None,
+                    kmax if self.transport.roce_fabric else None,
                 )
                 port.set_pfc(xoff, xon, room, pause_ps(rate))
             ports.append(port)
@@ -405,8 +407,9 @@ class PacketEngine:
             if ports[x].cap < UNBOUNDED  # a multi-plane NIC's own ports: no switch buffer
         )
         rto = 2 * (max(self.base_rtt_ps, self.unloaded_rtt_ps) + drain)
-        if self.sc.nic.transport == "roce":
-            rto = max(rto, us_to_ps(RTO_FLOOR_US))
+        floor_us = self.transport.rto_floor_us_for(self.sc.switch.pfc)
+        if floor_us:
+            rto = max(rto, us_to_ps(floor_us))
         return rto
 
     def _setup_records(self, tops: int) -> None:
@@ -635,9 +638,8 @@ class PacketEngine:
             "pdc_groups_created": nic_tot["pdc_groups_created"],
             "flows_failed": int(self.failed.sum()),
         }
-        if self.sc.nic.transport == "roce":
-            out["naks_received"] = nic_tot["naks_received"]
-            out["cnps_sent"] = nic_tot["cnps_sent"]
+        for name in self.transport.summary_counters:
+            out[name] = nic_tot[name]
         if self.sc.switch.pfc:
             now = self.sim.now
             out["pfc_pauses"] = sum(p.pfc_pauses for p in self.ports)

@@ -16,6 +16,7 @@ from typing import Any
 
 from fabricsim.experiments.plan import point_label
 from fabricsim.metrics.readable import METRIC_LABELS
+from fabricsim.transport import registered_transports, transport_for
 
 __all__ = [
     "axis_label",
@@ -42,7 +43,9 @@ _VALUES: dict[str, dict[str, str]] = {
     "workload.scheduler": {"round_robin": "round robin", "rate_based": "rate based"},
 }  # fmt: skip
 
-_ACRONYMS = {"ecmp", "ark", "reps", "plb", "rod", "nscc", "dcqcn", "pfc", "ecn", "roce", "uet"}
+_VALUES["nic.transport"] = {name: transport_for(name).label for name in registered_transports()}
+
+_ACRONYMS = {"ecmp", "ark", "reps", "plb", "rod", "nscc", "dcqcn", "pfc", "ecn"}
 
 _KEYS = {
     "workload.qps": "QPS", "workload.zipf_s": "Zipf s", "workload.requests": "requests",
@@ -89,6 +92,8 @@ def value_label(key: str, value: Any) -> str:
     ('round robin', 'QPS 25')
     >>> value_label("cc.algorithm", "nscc"), value_label("topology.failed_links", "[]")
     ('NSCC', 'failed links []')
+    >>> value_label("nic.transport", "roce_sr")
+    'RoCE-SR'
     """
     text = str(value)
     known = _VALUES.get(key, {}).get(text)
