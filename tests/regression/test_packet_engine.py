@@ -196,10 +196,10 @@ def test_parking_lot_window_sharing_is_not_max_min():
     """X crosses two bottlenecks, Y and Z one each.  Max-min gives all three half the rate;
     equal windows give the shorter-RTT flows more (about 61 % vs 39 %, see the docs), so Y and
     Z finish ~18 % earlier while X, work-conserving, finishes at the same time."""
+    from fabricsim.experiments.runner import fabric_of, router_of
     from fabricsim.flowsim.engine import FlowEngine
     from fabricsim.lb import PolicyContext, make_policy
     from fabricsim.rng import stream
-    from fabricsim.runner import fabric_of, router_of
     from fabricsim.workloads.base import FlowTable
 
     sc = _agree_scenario(1).with_overrides(

@@ -214,7 +214,7 @@ def test_every_example_passes_the_budget_at_8_gb(path):
 
 def test_estimate_counts_match_the_built_fabric_and_workload():
     from fabricsim import workloads
-    from fabricsim.runner import fabric_of
+    from fabricsim.experiments.runner import fabric_of
 
     for name, ov in [
         ("permutation", {}),
@@ -233,7 +233,7 @@ def test_estimate_counts_match_the_built_fabric_and_workload():
 
 def test_moe_flow_count_is_an_upper_bound():
     from fabricsim import workloads
-    from fabricsim.runner import fabric_of
+    from fabricsim.experiments.runner import fabric_of
 
     sc = _sc("moe")
     assert estimate(sc, "packet").flows >= len(workloads.generate(sc, fabric_of(sc)))
@@ -266,10 +266,10 @@ def test_cli_refuses_memory_bombs_before_allocating(tmp_path, args, key):
 
 # -- the flow engine: time always advances --------------------------------------------------------
 def _flow_engine(sc, src, dst, sizes, starts, raw=False, engine=None):
+    from fabricsim.experiments.runner import fabric_of, router_of
     from fabricsim.flowsim.engine import FlowEngine
     from fabricsim.lb import PolicyContext, make_policy
     from fabricsim.rng import stream
-    from fabricsim.runner import fabric_of, router_of
     from fabricsim.workloads.base import FlowTable
 
     fab = fabric_of(sc)
@@ -366,9 +366,9 @@ def _packet(sc, starts=None):
     if starts is None:
         return PacketEngine.from_scenario(sc)
     from fabricsim import workloads
+    from fabricsim.experiments.runner import fabric_of, router_of
     from fabricsim.lb import PolicyContext, make_policy
     from fabricsim.rng import stream
-    from fabricsim.runner import fabric_of, router_of
 
     fab = fabric_of(sc)
     router = router_of(sc, fab)

@@ -2,8 +2,8 @@
 
 One run: fabric -> router -> workload -> policy -> engine -> summarizers.  The experiments
 (:mod:`~fabricsim.experiments.compare`, :mod:`~fabricsim.experiments.study`,
-:mod:`~fabricsim.experiments.sweep`) call :func:`run` once per run spec;
-:mod:`fabricsim.runner` is this module under its older name (``fabricsim.run`` is :func:`run`).
+:mod:`~fabricsim.experiments.sweep`) call :func:`run` once per run spec (``fabricsim.run`` is
+:func:`run`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ QPS and under every path policy, and the arrival times at QPS ``q`` are those at
 Examples
 --------
 >>> from fabricsim.config import load_scenario
->>> from fabricsim.runner import fabric_of
+>>> from fabricsim.experiments.runner import fabric_of
 >>> sc = load_scenario("ark").with_overrides({"workload.requests": 4})
 >>> table = kv_cache(sc, fabric_of(sc))
 >>> int(table.size_bytes[0]) == int(table.extra["prompt_tokens"][0]) * 131_072
