@@ -27,14 +27,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Protocol, get_args, overload
+from typing import Any, Protocol, overload
 
 import numpy as np
 from pydantic import BaseModel
 
 from fabricsim.config.applicability import check_keys_apply, explicit, shown, value_of
 from fabricsim.config.models import RecordsConfig, Scenario
-from fabricsim.config.workloads import WorkloadConfig
+from fabricsim.config.workloads import WORKLOAD_KINDS
 from fabricsim.engine_api import EngineOutput
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.flowsim.engine import FlowEngine
@@ -210,7 +210,7 @@ _RECORDS = tuple(
     name for name, f in RecordsConfig.model_fields.items() if f.annotation is bool
 )  # timelines, uet_monitor, uet_transport_stats, switch_lb_stats, port_stats
 _PACKET_RECORDS = ("uet_monitor", "uet_transport_stats", "switch_lb_stats", "port_stats")
-_WORKLOADS = tuple(m.model_fields["kind"].default for m in get_args(get_args(WorkloadConfig)[0]))
+_WORKLOADS = WORKLOAD_KINDS
 
 
 PACKET_KEYS: tuple[str, ...] = (
