@@ -66,7 +66,7 @@ def dummy() -> Iterator[engines.EngineCapabilities]:
         yield DUMMY
     finally:
         engines.unregister_engine(DUMMY.name)
-    assert engines.KEY_ENGINES == before  # the table follows the registry back
+    assert before == engines.KEY_ENGINES  # the table follows the registry back
 
 
 def _perm(**overrides: object):

@@ -39,7 +39,7 @@ from fabricsim.engine_api import EngineOutput
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.flowsim.engine import FlowEngine
 from fabricsim.flowsim.open_loop import OpenLoopEngine
-from fabricsim.lb.base import PathPolicy, registered_policies
+from fabricsim.lb.base import EngineHooks, PathPolicy, registered_policies
 from fabricsim.lb.registry import registered_methods
 from fabricsim.packetsim.engine import PacketEngine
 from fabricsim.routing.router import Router
@@ -106,8 +106,9 @@ class Registered(Sequence[str]):
         return repr(self.names())
 
 
-class Engine(Protocol):
-    """What a builder returns: an engine run once for its output (``progress``: optional)."""
+class Engine(EngineHooks, Protocol):
+    """What a builder returns: an engine that offers a dynamic policy its hooks, run once for
+    its output (a ``progress`` attribute, if it has one, is called as it runs)."""
 
     def run(self) -> EngineOutput: ...
 
@@ -450,7 +451,8 @@ def check_supported(sc: Scenario, engine: str) -> None:
 
 def _check_keys_read(sc: Scenario, caps: EngineCapabilities) -> None:
     """Refuse the first key the user set explicitly that ``caps``' engine does not read."""
-    for key in sorted(k for k in sc.user_keys if k in caps.unread_keys):
+    unread = caps.unread_keys or ()
+    for key in sorted(k for k in sc.user_keys if k in unread):
         if explicit(sc, key):
             readers = key_engines(key) or tuple(ENGINES)
             raise EngineRefusal(

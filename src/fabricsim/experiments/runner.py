@@ -123,7 +123,7 @@ def _execute(
 ) -> EngineOutput:
     if progress is not None and hasattr(eng, "progress"):  # the open-loop engine has no loop
         expected = expected_end_s(fabric, flows)
-        eng.progress = lambda now_s: progress(now_s, expected)  # type: ignore[attr-defined]
+        eng.progress = lambda now_s: progress(now_s, expected)
     out = eng.run()
     out.summary.update(policy.summary())
     return out
