@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from fabricsim.config.loader import load_scenario
 from fabricsim.engine_api import EngineOutput
 from fabricsim.errors import ConfigError, EngineRefusal
-from fabricsim.experiments import engines
+from fabricsim.experiments import budget, engines
 from fabricsim.experiments.runner import build, build_engine, run
 from fabricsim.lb.base import RateCapPolicy
 
@@ -123,6 +124,23 @@ def test_what_it_does_not_declare_is_refused_in_one_line(dummy, overrides, messa
     with pytest.raises(EngineRefusal) as exc:
         build(sc, "decomposed")
     assert str(exc.value) == message
+
+
+def test_its_memory_terms_come_from_its_declaration(dummy) -> None:
+    calls: list[int] = []
+
+    def terms(sc, fab, load, conns, out) -> tuple[int, int]:
+        calls.append(conns)
+        out["flows"] = 1e12
+        return 0, 0
+
+    engines.register_engine(replace(DUMMY, memory_terms=terms))
+    assert budget.estimate(_perm(), "decomposed").breakdown["flows"] == 10**12 and calls == [8]
+    with pytest.raises(ConfigError, match=r"needs about 1,000 GB \(flows\)"):
+        build(_perm(**{"engine.max_memory_gb": 16}), "decomposed")
+    engines.register_engine(DUMMY)  # none declared: the flow engine's terms
+    plain = budget.estimate(_perm(), "decomposed")
+    assert plain.bytes_estimate == budget.estimate(_perm(), "flow").bytes_estimate
 
 
 def test_unregistered_engines_are_refused_naming_the_registered(dummy) -> None:

@@ -62,6 +62,11 @@ def test_each_kind_builds_generates_and_budgets(kind: str, inputs) -> None:
     for engine in ("flow", "packet"):
         est = estimate(sc, engine)
         assert est.bytes_estimate > 0 and est.flows == load.flows
+    model = workload_kind(kind).model
+    for named in (load.flows_key, load.packets_key):  # what an over-budget refusal names
+        if named is not None:
+            section, field = named[0].split(".")
+            assert section == "workload" and field in model.model_fields, (kind, named)
 
 
 def test_a_registration_alone_changes_generation_and_budget() -> None:

@@ -37,6 +37,12 @@ from fabricsim.config.models import RecordsConfig, Scenario
 from fabricsim.config.workloads import WORKLOAD_KINDS
 from fabricsim.engine_api import EngineOutput
 from fabricsim.errors import ConfigError, EngineRefusal
+from fabricsim.experiments.budget import (
+    ENGINE_TERMS,
+    EngineTerms,
+    flow_engine_terms,
+    packet_engine_terms,
+)
 from fabricsim.flowsim.engine import FlowEngine
 from fabricsim.flowsim.open_loop import OpenLoopEngine
 from fabricsim.lb.base import EngineHooks, PathPolicy, registered_policies
@@ -195,6 +201,9 @@ class EngineCapabilities:
     """``workload.kind`` values it runs."""
     packet_budget: bool
     """Whether ``engine.max_packets`` bounds its runs (checked once the flows are known)."""
+    memory_terms: EngineTerms | None = None
+    """Its terms of the memory budget (:data:`fabricsim.experiments.budget.EngineTerms`;
+    None: the flow engine's)."""
     unread_keys: Sequence[str] | None = None
     """Keys it does not read (from :data:`KEY_ENGINES`; None: :class:`UnreadKeys`, live): set
     explicitly, whatever the value, refused."""
@@ -325,6 +334,9 @@ def register_engine(caps: EngineCapabilities) -> EngineCapabilities:
     """Register (or replace) the engine ``caps.name``: ``--engine`` accepts it, the runner
     builds it with ``caps.build``, and every check reads its declaration."""
     ENGINES[caps.name] = caps
+    ENGINE_TERMS.pop(caps.name, None)
+    if caps.memory_terms is not None:
+        ENGINE_TERMS[caps.name] = caps.memory_terms
     _tabulate()
     return caps
 
@@ -332,6 +344,7 @@ def register_engine(caps: EngineCapabilities) -> EngineCapabilities:
 def unregister_engine(name: str) -> None:
     """Remove a registered engine (a test's, a plug-in's); :data:`KEY_ENGINES` follows."""
     ENGINES.pop(name, None)
+    ENGINE_TERMS.pop(name, None)
     _tabulate()
 
 
@@ -362,6 +375,7 @@ FLOW = register_engine(
         flow_models=("max_min", "open_loop"),
         workloads=_WORKLOADS,
         packet_budget=False,
+        memory_terms=flow_engine_terms,
     )
 )
 PACKET = register_engine(
@@ -377,6 +391,7 @@ PACKET = register_engine(
         flow_models=(),
         workloads=_WORKLOADS,
         packet_budget=True,
+        memory_terms=packet_engine_terms,
     )
 )
 

@@ -211,6 +211,11 @@ class WorkloadLoad:
     matrix: float = 0.0  # MoE matrix entries
     prompt_table: float = 0.0  # kv_cache rank-Zipf table entries
     notes: list[str] = field(default_factory=list)
+    flows_key: tuple[str, Any] | None = None
+    """The key (and its value as shown) that sets the flow count (None: the fabric's size),
+    named when the flows' memory is over the budget."""
+    packets_key: tuple[str, Any] | None = None
+    """The key that sets the packets (None: the fabric's size)."""
 
 
 BudgetTerms = Callable[[Any, FabricCounts], WorkloadLoad]

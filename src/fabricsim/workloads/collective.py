@@ -45,6 +45,8 @@ def collective_load(wl: CollectiveWorkload, fab: FabricCounts) -> WorkloadLoad:
         bytes_total=flows * chunk,
         busiest=steps * chunk,
         last_start_s=float(wl.start_s),
+        flows_key=None if wl.hosts is None else ("workload.hosts", f"[{len(wl.hosts)} hosts]"),
+        packets_key=("workload.size_bytes", wl.size_bytes),
     )
 
 

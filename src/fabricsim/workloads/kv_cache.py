@@ -126,7 +126,8 @@ def rank_zipf_mean(lo: int, hi: int, theta: float) -> float:
 
 def kv_cache_load(wl: KvCacheWorkload, fab: FabricCounts) -> WorkloadLoad:
     """Budget terms: one KV-cache flow per request, the prompt law's mean bytes each."""
-    load = WorkloadLoad()
+    requests = ("workload.requests", wl.requests)
+    load = WorkloadLoad(flows_key=requests, packets_key=requests)
     hosts = fab.hosts
     n = int(wl.requests)
     per_token = float(wl.kv_bytes_per_token or get_model(wl.model).kv_bytes_per_token)

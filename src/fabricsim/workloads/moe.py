@@ -369,7 +369,11 @@ def _file_matrix(wl: MoeWorkload, n: int) -> np.ndarray:
 
 def moe_load(wl: MoeWorkload, fab: FabricCounts) -> WorkloadLoad:
     """Budget terms: the matrix's flows and bytes (a file's bytes are unknown until read)."""
-    load = WorkloadLoad(last_start_s=float(wl.start_s))
+    load = WorkloadLoad(
+        last_start_s=float(wl.start_s),
+        flows_key=("workload.gpus", wl.gpus) if wl.gpus else None,
+        packets_key=("workload.tokens_per_gpu", wl.tokens_per_gpu),
+    )
     if wl.matrix == "pure_zipf":
         n = int(wl.gpus or fab.hosts // 2)
         total = float(wl.total_bytes_per_sender)

@@ -31,6 +31,7 @@ def permutation_load(wl: PermutationWorkload, fab: FabricCounts) -> WorkloadLoad
         bytes_total=float(hosts) * wl.size_bytes,
         busiest=float(wl.size_bytes),
         last_start_s=float(wl.start_s),
+        packets_key=("workload.size_bytes", wl.size_bytes),
     )
 
 
@@ -48,7 +49,13 @@ def incast_load(wl: IncastWorkload, fab: FabricCounts) -> WorkloadLoad:
     n = max(1, min(int(wl.senders), fab.hosts - 1))
     total = float(n) * wl.size_bytes
     return WorkloadLoad(
-        flows=n, pairs=n, bytes_total=total, busiest=total, last_start_s=float(wl.start_s)
+        flows=n,
+        pairs=n,
+        bytes_total=total,
+        busiest=total,
+        last_start_s=float(wl.start_s),
+        flows_key=("workload.senders", wl.senders),
+        packets_key=("workload.size_bytes", wl.size_bytes),
     )
 
 
@@ -82,6 +89,7 @@ def leaf_to_leaf_load(wl: LeafToLeafWorkload, fab: FabricCounts) -> WorkloadLoad
         bytes_total=float(n) * wl.size_bytes,
         busiest=float(wl.size_bytes),
         last_start_s=float(wl.start_s),
+        packets_key=("workload.size_bytes", wl.size_bytes),
     )
 
 

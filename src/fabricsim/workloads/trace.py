@@ -541,6 +541,8 @@ def trace_load(wl: TraceWorkload, fab: FabricCounts) -> WorkloadLoad:
         bytes_total=None,
         busiest=None,
         notes=["workload.kind=trace: bytes and start times unknown before reading"],
+        flows_key=("workload.path", wl.path),
+        packets_key=("workload.path", wl.path),
     )
 
 
