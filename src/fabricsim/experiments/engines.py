@@ -53,7 +53,43 @@ from fabricsim.topology.fabric import Fabric
 from fabricsim.workloads.base import FlowTable
 
 
-class Registered(Sequence[str]):
+class _Live(Sequence[str]):
+    """A declaration field read afresh each time from :meth:`names` (a registry's view)."""
+
+    def names(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> str | tuple[str, ...]:
+        return self.names()[i]
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.names()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Live | tuple | list):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:  # what it views, not what the registry holds now (stable)
+        return hash((type(self).__name__, *vars(self).values()))
+
+    def __repr__(self) -> str:
+        return repr(self.names())
+
+
+class Registered(_Live):
     """The registered names of ``point`` that ``engine`` runs, read from the registry each time.
 
     A declaration field that follows the registries: a method registered later (a plug-in, a
@@ -82,35 +118,6 @@ class Registered(Sequence[str]):
             )
         return tuple(m.name for m in registered_methods(self.point) if self.engine in m.engines)
 
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> tuple[str, ...]: ...
-
-    def __getitem__(self, i: int | slice) -> str | tuple[str, ...]:
-        return self.names()[i]
-
-    def __len__(self) -> int:
-        return len(self.names())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.names())
-
-    def __contains__(self, value: object) -> bool:
-        return value in self.names()
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Registered | tuple | list):
-            return tuple(self) == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self.point, self.engine))
-
-    def __repr__(self) -> str:
-        return repr(self.names())
-
 
 class Engine(EngineHooks, Protocol):
     """What a builder returns: an engine that offers a dynamic policy its hooks, run once for
@@ -123,7 +130,7 @@ EngineBuilder = Callable[[Scenario, Fabric, Router, FlowTable, PathPolicy], Engi
 """``build(sc, fabric, router, flows, policy)``: the engine of one run, not yet run."""
 
 
-class UnreadKeys(Sequence[str]):
+class UnreadKeys(_Live):
     """The keys ``engine`` does not read, from :data:`KEY_ENGINES` each time (live, like
     :class:`Registered`: an engine registered later changes what the others refuse).
 
@@ -136,35 +143,6 @@ class UnreadKeys(Sequence[str]):
 
     def names(self) -> tuple[str, ...]:
         return unread_keys(self.engine)
-
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> tuple[str, ...]: ...
-
-    def __getitem__(self, i: int | slice) -> str | tuple[str, ...]:
-        return self.names()[i]
-
-    def __len__(self) -> int:
-        return len(self.names())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.names())
-
-    def __contains__(self, value: object) -> bool:
-        return value in self.names()
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, UnreadKeys | tuple | list):
-            return tuple(self) == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(("unread", self.engine))
-
-    def __repr__(self) -> str:
-        return repr(self.names())
 
 
 UNREAD_REFUSAL = (
