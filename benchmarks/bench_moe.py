@@ -22,11 +22,11 @@ import time
 import numpy as np
 
 import fabricsim
+from fabricsim.experiments.runner import fabric_of, router_of
 from fabricsim.flowsim.engine import FlowEngine
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import with_rate_caps
 from fabricsim.rng import stream
-from fabricsim.runner import fabric_of, router_of
 from fabricsim.workloads import generate
 
 

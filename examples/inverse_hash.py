@@ -6,7 +6,7 @@ Run: python examples/inverse_hash.py
 import numpy as np
 
 import fabricsim
-from fabricsim.runner import fabric_of, router_of
+from fabricsim.experiments.runner import fabric_of, router_of
 
 
 def main() -> None:

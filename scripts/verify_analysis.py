@@ -38,8 +38,8 @@ from fabricsim.analysis.ecmp_math import ecmp_collision_stats
 from fabricsim.analysis.polarization import hash_polarization
 from fabricsim.cli import main as cli_main
 from fabricsim.config.loader import validate
+from fabricsim.experiments.runner import fabric_of
 from fabricsim.routing.hashing import switch_salts
-from fabricsim.runner import fabric_of
 
 FAILURES: list[str] = []
 

@@ -28,8 +28,8 @@ import pandas as pd
 
 import fabricsim
 from fabricsim.config import load_scenario
+from fabricsim.experiments.runner import fabric_of
 from fabricsim.experiments.study import qps_sweep, sweep_table
-from fabricsim.runner import fabric_of
 from fabricsim.workloads.kv_cache import kv_cache
 from fabricsim.workloads.kv_models import RankZipf
 

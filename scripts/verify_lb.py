@@ -35,8 +35,8 @@ import numpy as np
 import fabricsim
 from fabricsim.analysis.links import receiver_busy_fraction
 from fabricsim.experiments.compare import compare, format_table
+from fabricsim.experiments.runner import fabric_of
 from fabricsim.report.plots import compare_figures
-from fabricsim.runner import fabric_of
 
 FAILURES: list[str] = []
 BASE = fabricsim.load_scenario("permutation").with_overrides({"nic.cc": "nscc"})

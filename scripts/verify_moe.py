@@ -29,8 +29,8 @@ import pandas as pd
 
 import fabricsim
 from fabricsim.analysis import moe_incast as mi
+from fabricsim.experiments.runner import fabric_of
 from fabricsim.report.plots import plot_incast
-from fabricsim.runner import fabric_of
 from fabricsim.workloads import generate
 from fabricsim.workloads.chakra import chakra_matrix, send_node, write_trace
 from fabricsim.workloads.moe import (

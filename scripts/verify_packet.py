@@ -28,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 import fabricsim
-from fabricsim.packetsim.engine import PacketEngine
+from fabricsim.experiments.runner import build_engine
 
 EXACT = 0.40999
 FAILURES: list[str] = []
@@ -104,7 +104,7 @@ def reps_window() -> None:
     sc = fabricsim.load_scenario("spray-example").with_overrides(
         {"nic.packet_spraying_type": "reps", "workload.size_bytes": 32 << 20, "seed": 3}
     )
-    eng = PacketEngine.from_scenario(sc)
+    eng = build_engine(sc, "packet")
     eng.fail_link_at("spine3->leaf1", 20e-6)
     out = eng.run()
     mon = out.tables["uet_monitor"]

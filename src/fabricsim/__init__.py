@@ -33,8 +33,8 @@ _core_build.install()  # before anything imports a compiled module (FABRICSIM_PU
 from fabricsim._compat import LazyModule as _LazyModule  # noqa: E402
 from fabricsim.config import Scenario, builtin_names, load_scenario  # noqa: E402
 from fabricsim.errors import ConfigError, EngineRefusal, FabricsimError  # noqa: E402
+from fabricsim.experiments.runner import run  # noqa: E402
 from fabricsim.metrics import Result, load_run  # noqa: E402
-from fabricsim.runner import run  # noqa: E402
 
 if _TYPE_CHECKING:
     from fabricsim.experiments.paired import study

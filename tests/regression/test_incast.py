@@ -10,7 +10,7 @@ import pytest
 
 import fabricsim
 from fabricsim.analysis.links import receiver_busy_fraction
-from fabricsim.runner import fabric_of
+from fabricsim.experiments.runner import fabric_of
 
 INCAST = fabricsim.load_scenario("incast").with_overrides(
     {"nic.cc": "nscc", "records.port_stats": True}

@@ -10,6 +10,7 @@ import pytest
 import fabricsim
 import fabricsim.nic.pdc as pdc_mod
 from fabricsim.errors import ConfigError, EngineRefusal
+from fabricsim.experiments.runner import build_engine
 from fabricsim.lb.base import Connection, PathPolicy
 from fabricsim.packetsim.engine import PacketEngine
 
@@ -60,7 +61,7 @@ def _single_flow(size: int, rate_bps: float) -> PacketEngine:
     sc = fabricsim.load_scenario("spray-example").with_overrides(
         {"topology.spines": 1, "workload.size_bytes": size, "records.uet_monitor": True}
     )
-    eng = PacketEngine.from_scenario(sc)
+    eng = build_engine(sc, "packet")
     eng.policy = Capped(eng.policy.ctx)
     return eng
 

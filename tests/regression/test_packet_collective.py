@@ -23,7 +23,9 @@ def ring():
 
 def test_each_message_starts_when_its_dependencies_delivered(ring):
     f = ring.flows
-    deps = fabricsim.workloads.generate(RING, fabricsim.runner.fabric_of(RING)).depends_on
+    deps = fabricsim.workloads.generate(
+        RING, fabricsim.experiments.runner.fabric_of(RING)
+    ).depends_on
     assert f["finish_s"].notna().all()
     for i, dep in enumerate(deps):
         if dep:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import fabricsim
+from fabricsim.experiments.runner import build_engine
 from fabricsim.lb.base import Connection, PathPolicy
 from fabricsim.packetsim.engine import PacketEngine
 
@@ -75,7 +76,7 @@ def test_counters_add_up_and_bytes_are_acknowledged_once(spray):
     sc = fabricsim.load_scenario("ecmp-collision").with_overrides(
         {"seed": 2, "nic.packet_spraying_type": spray, "workload.size_bytes": 1 << 20}
     )
-    eng = PacketEngine.from_scenario(sc)
+    eng = build_engine(sc, "packet")
     out = eng.run()
     s = out.summary
     assert s["packets_sent"] == (
@@ -135,7 +136,7 @@ def test_reps_freezing_then_window_of_71_after_a_link_fails():
     sc = SPRAY.with_overrides(
         {"nic.packet_spraying_type": "reps", "workload.size_bytes": 16 << 20, "seed": 3}
     )
-    eng = PacketEngine.from_scenario(sc)
+    eng = build_engine(sc, "packet")
     eng.fail_link_at("spine3->leaf1", 20e-6)
     mon = eng.run().tables["uet_monitor"]
     state = mon["reps_state"].astype(str).to_numpy()
@@ -196,10 +197,10 @@ def test_parking_lot_window_sharing_is_not_max_min():
     """X crosses two bottlenecks, Y and Z one each.  Max-min gives all three half the rate;
     equal windows give the shorter-RTT flows more (about 61 % vs 39 %, see the docs), so Y and
     Z finish ~18 % earlier while X, work-conserving, finishes at the same time."""
+    from fabricsim.experiments.runner import fabric_of, router_of
     from fabricsim.flowsim.engine import FlowEngine
     from fabricsim.lb import PolicyContext, make_policy
     from fabricsim.rng import stream
-    from fabricsim.runner import fabric_of, router_of
     from fabricsim.workloads.base import FlowTable
 
     sc = _agree_scenario(1).with_overrides(
@@ -291,7 +292,7 @@ class _Rerouting(PathPolicy):
 
 def test_hooks_schedule_and_reroute_move_the_pdc_port():
     sc = SPRAY.with_overrides({"nic.packet_spraying_type": "none"})
-    eng = PacketEngine.from_scenario(sc)
+    eng = build_engine(sc, "packet")
     eng.policy = _Rerouting(eng.policy.ctx)
     out = eng.run()
     mon = out.tables["uet_monitor"]
@@ -312,7 +313,7 @@ def test_pdc_groups_none_share_the_first_pdcs_port():
         sc = SPRAY.with_overrides(
             {"nic.packet_spraying_type": "none", "nic.pdc_groups_enabled": groups}
         )
-        eng = PacketEngine.from_scenario(sc)
+        eng = build_engine(sc, "packet")
         eng.policy = TwoConns(eng.policy.ctx)
         out = eng.run()
         assert set(out.tables["uet_monitor"]["entropy_value"]) == expected
@@ -327,7 +328,7 @@ def test_connection_rate_cap_paces_the_pdc():
             size = int(self.ctx.flows.size_bytes[flow])
             return [Connection(size, 1000, rate_cap_bps=10e9)]
 
-    eng = PacketEngine.from_scenario(SPRAY)
+    eng = build_engine(SPRAY, "packet")
     eng.policy = Capped(eng.policy.ctx)
     out = eng.run()
     wire = 1048576 + 256 * 88

@@ -214,7 +214,7 @@ def test_every_example_passes_the_budget_at_8_gb(path):
 
 def test_estimate_counts_match_the_built_fabric_and_workload():
     from fabricsim import workloads
-    from fabricsim.runner import fabric_of
+    from fabricsim.experiments.runner import fabric_of
 
     for name, ov in [
         ("permutation", {}),
@@ -233,7 +233,7 @@ def test_estimate_counts_match_the_built_fabric_and_workload():
 
 def test_moe_flow_count_is_an_upper_bound():
     from fabricsim import workloads
-    from fabricsim.runner import fabric_of
+    from fabricsim.experiments.runner import fabric_of
 
     sc = _sc("moe")
     assert estimate(sc, "packet").flows >= len(workloads.generate(sc, fabric_of(sc)))
@@ -266,10 +266,10 @@ def test_cli_refuses_memory_bombs_before_allocating(tmp_path, args, key):
 
 # -- the flow engine: time always advances --------------------------------------------------------
 def _flow_engine(sc, src, dst, sizes, starts, raw=False, engine=None):
+    from fabricsim.experiments.runner import fabric_of, router_of
     from fabricsim.flowsim.engine import FlowEngine
     from fabricsim.lb import PolicyContext, make_policy
     from fabricsim.rng import stream
-    from fabricsim.runner import fabric_of, router_of
     from fabricsim.workloads.base import FlowTable
 
     fab = fabric_of(sc)
@@ -360,20 +360,19 @@ def test_open_loop_processor_sharing_ends_at_large_times():
 
 # -- the packet engine: times its integer clock cannot hold ------------------------------------------
 def _packet(sc, starts=None):
-    """The packet engine of ``sc``; ``starts`` replaces the flows' start times unchecked."""
-    from fabricsim.packetsim.engine import PacketEngine
-
-    if starts is None:
-        return PacketEngine.from_scenario(sc)
+    """The packet engine of ``sc``, built without the run pipeline's checks (the engine's own
+    checks are under test); ``starts`` replaces the flows' start times unchecked."""
     from fabricsim import workloads
+    from fabricsim.experiments.runner import fabric_of, router_of
     from fabricsim.lb import PolicyContext, make_policy
+    from fabricsim.packetsim.engine import PacketEngine
     from fabricsim.rng import stream
-    from fabricsim.runner import fabric_of, router_of
 
     fab = fabric_of(sc)
     router = router_of(sc, fab)
     flows = workloads.generate(sc, fab)
-    flows.start_s = np.full(len(flows), starts)
+    if starts is not None:
+        flows.start_s = np.full(len(flows), starts)
     ctx = PolicyContext(sc, fab, router, flows, stream(sc.seed, "policy"))
     eng = PacketEngine(sc, fab, router, flows, make_policy(ctx))
     ctx.hooks = eng

@@ -17,8 +17,8 @@ from harness import run_cli
 import fabricsim
 from fabricsim.analysis.diagnostics import diagnose, uplink_step_loads
 from fabricsim.config import TopologyConfig
+from fabricsim.experiments.runner import fabric_of, router_of
 from fabricsim.routing.inverse import path_ports
-from fabricsim.runner import fabric_of, router_of
 from fabricsim.topology import build_fabric
 
 SPINES = 8  # ecmp-collision: 2 leaves x 8 hosts, 8 spines

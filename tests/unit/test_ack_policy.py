@@ -6,6 +6,7 @@ import pytest
 
 import fabricsim
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.runner import build_engine
 
 INCAST = {"nic.cc": "nscc", "nic.ack_coalesce": 4, "workload.size_bytes": 200_000}
 
@@ -77,12 +78,11 @@ def _nic_with(ctrl_per_data, ctrl, data):
     """Host 0's NIC of a small engine with ``ctrl`` control packets queued (tagged by PSN)
     and, if ``data``, one PDC with data to send; the scheduler's pulls by tag (``d``: data)."""
     from fabricsim.packetsim.core import ACK, Packet
-    from fabricsim.packetsim.engine import PacketEngine
 
     sc = fabricsim.load_scenario("incast").with_overrides(
         {"topology.k": 4, "workload.senders": 3, "nic.control_per_data": ctrl_per_data}
     )
-    engine = PacketEngine.from_scenario(sc)
+    engine = build_engine(sc, "packet")
     src = int(engine.flows.src[0])
     nic = engine.nics[src]
     for i in range(ctrl):

@@ -9,11 +9,11 @@ import pytest
 import fabricsim
 from fabricsim.config import load_scenario
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.runner import fabric_of, router_of
 from fabricsim.flowsim.engine import FlowEngine
 from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.ark import ArkPolicy
 from fabricsim.rng import stream
-from fabricsim.runner import fabric_of, router_of
 from fabricsim.workloads import generate
 
 pytestmark = pytest.mark.usefixtures("both_solvers")  # both flow solvers

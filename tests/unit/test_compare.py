@@ -11,9 +11,9 @@ from fabricsim.cli import main
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.compare import compare, format_table
 from fabricsim.experiments.methods import compare_methods, default_methods, method_overrides
+from fabricsim.experiments.runner import fabric_of
 from fabricsim.metrics.results import Result
 from fabricsim.report.plots import compare_figures
-from fabricsim.runner import fabric_of
 
 TINY = {
     "name": "tiny",

@@ -10,8 +10,8 @@ from fabricsim import workloads
 from fabricsim.config.loader import load_scenario
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.experiments import engines
+from fabricsim.experiments.runner import check_engine, fabric_of
 from fabricsim.lb.base import registered_policies
-from fabricsim.runner import check_engine, fabric_of
 
 
 def _sc(**overrides: object):

@@ -100,10 +100,10 @@ def test_conservation_is_checked_against_link_counters(monkeypatch):
 
 
 def test_reroute_of_unroutable_connection_restores_its_cap(both_solvers):
+    from fabricsim.experiments.runner import fabric_of, router_of
     from fabricsim.flowsim.engine import FlowEngine, _Conn
     from fabricsim.lb import PolicyContext, make_policy
     from fabricsim.rng import stream
-    from fabricsim.runner import fabric_of, router_of
     from fabricsim.workloads import generate
 
     sc = fabricsim.load_scenario("ecmp-collision")

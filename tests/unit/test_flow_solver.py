@@ -15,10 +15,9 @@ import pandas as pd
 import pytest
 
 import fabricsim
-from fabricsim.experiments.runner import _run_engine
+from fabricsim.experiments.runner import _run_engine, fabric_of, router_of
 from fabricsim.flowsim.kernel import CAP, MaxMinKernel
 from fabricsim.flowsim.maxmin import maxmin_progressive, maxmin_rates
-from fabricsim.runner import fabric_of, router_of
 from fabricsim.workloads import generate
 
 sys_path = Path(__file__).resolve().parents[1] / "regression"

@@ -186,7 +186,7 @@ def test_port_paths_follow_the_ports_as_the_inverse_hash_does(name, over):
     """Router.port_paths (ports followed stage by stage) against ports_per_path (every path,
     every port): the same paths, in the same order, with the same port counts."""
     import fabricsim
-    from fabricsim.runner import fabric_of, router_of
+    from fabricsim.experiments.runner import fabric_of, router_of
 
     sc = fabricsim.load_scenario(name).with_overrides(over)
     fab = fabric_of(sc)
@@ -207,8 +207,8 @@ def test_route_many_equals_route_one_by_one(name, over):
     """The batch router (arrays, stage by stage) gives every 5-tuple the path route() gives
     it, for every deterministic hash method, dead ends (None) and same-host pairs included."""
     import fabricsim
+    from fabricsim.experiments.runner import fabric_of, router_of
     from fabricsim.routing.hashing import registered_hashes
-    from fabricsim.runner import fabric_of, router_of
 
     for method in registered_hashes():
         if method == "random":

@@ -8,7 +8,7 @@ import pytest
 import fabricsim
 from fabricsim.config import load_scenario
 from fabricsim.errors import ConfigError
-from fabricsim.runner import fabric_of
+from fabricsim.experiments.runner import fabric_of
 from fabricsim.workloads.kv_cache import kv_cache, ttft_s
 from fabricsim.workloads.kv_models import RankZipf, default_gpu_model
 

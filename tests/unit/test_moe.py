@@ -10,7 +10,7 @@ from hypothesis.extra.numpy import arrays
 
 import fabricsim
 from fabricsim.errors import ConfigError
-from fabricsim.runner import fabric_of
+from fabricsim.experiments.runner import fabric_of
 from fabricsim.workloads import generate
 from fabricsim.workloads.moe import (
     PRESETS,
@@ -274,11 +274,11 @@ def test_builtin_scenario_runs_with_cct_keys():
 
 
 def test_max_min_engine_honours_rate_caps_with_mixed_nic_rates():
+    from fabricsim.experiments.runner import router_of
     from fabricsim.flowsim.engine import FlowEngine
     from fabricsim.lb import PolicyContext, make_policy
     from fabricsim.lb.base import with_rate_caps
     from fabricsim.rng import stream
-    from fabricsim.runner import router_of
 
     sc = moe_scenario(hosts=16, leaves=1, scheduler="rate_based").with_overrides(
         {"topology.degraded_links": {"host0->leaf0": 0.5, "leaf0->host9": 0.25}}

@@ -9,7 +9,7 @@ import pytest
 
 import fabricsim
 from fabricsim.errors import ConfigError
-from fabricsim.runner import fabric_of
+from fabricsim.experiments.runner import fabric_of
 from fabricsim.workloads import generate
 from fabricsim.workloads.chakra import (
     Node,

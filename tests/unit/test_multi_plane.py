@@ -112,7 +112,7 @@ def test_a_failed_tor_leaves_the_other_plane(rule):
         dsts = res.flows["dst"].str.removeprefix("host").astype(int)
         under = (hosts < 4) | (dsts < 4)  # a host of the failed ToR, at either end
         assert (paths[under].map(_plane) == {"p0"}).all()
-        fab = fabricsim.runner.fabric_of(sc)
+        fab = fabricsim.experiments.runner.fabric_of(sc)
         for label in paths:  # labels name switches only; a path never crosses a third host's
             # NIC (no NIC forwards): every hop of the label is one switch-to-switch link
             assert not any(hop.startswith("nic") for hop in label.split(">"))

@@ -8,7 +8,7 @@ import pytest
 import fabricsim
 from fabricsim.config import TopologyConfig
 from fabricsim.experiments.describe import describe_workload
-from fabricsim.runner import fabric_of
+from fabricsim.experiments.runner import fabric_of
 from fabricsim.topology import build_fabric
 from fabricsim.topology.fabric import NIC, SPINE, label_nodes
 

@@ -10,8 +10,8 @@ import pytest
 from fabricsim.analysis.polarization import hash_polarization
 from fabricsim.config.loader import validate
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.runner import fabric_of, router_of
 from fabricsim.routing.hashing import switch_salts
-from fabricsim.runner import fabric_of, router_of
 from fabricsim.topology.fabric import CORE, SPINE
 
 

@@ -10,6 +10,7 @@ import fabricsim
 from fabricsim.config.loader import load_scenario
 from fabricsim.config.presets import fat_tree_k
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.runner import build_engine
 from fabricsim.lb.spraying import ObliviousSpraying
 
 PERM = {"preset": "htsim-uec", "workload": {"kind": "permutation"}}
@@ -117,16 +118,15 @@ def test_preset_sets_htsims_smaller_mechanisms():
 
 def test_degraded_links_keep_a_share_of_their_buffer_and_ecn_thresholds():
     """htsim's -failed: a link at 25 % of its rate keeps 25 % of its queue and ECN thresholds."""
-    from fabricsim.packetsim.engine import PacketEngine
 
     link = "core0->agg0_0"
     sc = load_scenario({**PERM, "topology": {"degraded_links": {link: 0.25}}})
-    eng = PacketEngine.from_scenario(sc)
+    eng = build_engine(sc, "packet")
     port = eng.ports[eng.fabric.link_index[link]]
     assert port.rate_bps == 25e9
     assert (port.cap, port.hcap) == (178_450 // 4, 356_900 // 4)
     assert (port.kmin, port.kmax) == (37_350 // 4, 145_250 // 4)
-    off = PacketEngine.from_scenario(sc.with_overrides({"switch.scale_buffers_with_rate": False}))
+    off = build_engine(sc.with_overrides({"switch.scale_buffers_with_rate": False}), "packet")
     assert off.ports[eng.fabric.link_index[link]].cap == 178_450
 
 

@@ -8,8 +8,8 @@ import fabricsim
 from fabricsim.config.loader import load_scenario
 from fabricsim.errors import EngineRefusal
 from fabricsim.experiments.engines import check_supported
+from fabricsim.experiments.runner import build_engine
 from fabricsim.lb.repath import PlbSpraying, RodSpraying
-from fabricsim.packetsim.engine import PacketEngine
 
 
 class _Clock:
@@ -126,7 +126,7 @@ def test_plb_idle_only_never_repaths_a_continuous_flow(tmp_path):
 def test_rod_entropy_changes_are_reroute_rtts_apart(tmp_path):
     res, mon = _run(tmp_path, {"packet_spraying_type": "rod", "reroute_rtts": 10})
     sc = load_scenario({**COLLIDE, "workload": {"kind": "permutation"}})
-    base_rtt = PacketEngine.from_scenario(sc).base_rtt_ps / 1e12
+    base_rtt = build_engine(sc, "packet").base_rtt_ps / 1e12
     for _, rows in mon.groupby("flow_id"):
         rows = rows.sort_values("time_s")
         new = rows.entropy_value.ne(rows.entropy_value.shift())

@@ -10,12 +10,12 @@ import pytest
 import fabricsim
 from fabricsim.config import TopologyConfig
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.runner import build_engine
 from fabricsim.lb.switch import least_loaded
 from fabricsim.lb.switch_adaptive import AdaptiveChoice
 from fabricsim.lb.switch_flowlet import FlowletChoice
 from fabricsim.lb.switch_spray import SprayChoice
 from fabricsim.packetsim.core import DATA, HDR, Packet, Port, Sim
-from fabricsim.packetsim.engine import PacketEngine
 from fabricsim.packetsim.forwarding import (
     Decider,
     EcmpForwarding,
@@ -250,10 +250,11 @@ def test_link_failure_from_the_scenario_mid_run():
     assert s["flows_completed"] == 16
     # only what sat in the failed port's queue (or on its wire) is lost; then it is avoided
     assert s["packets_dropped"] <= 10 and s["packets_retransmitted"] == s["packets_dropped"]
-    eng = PacketEngine.from_scenario(
+    eng = build_engine(
         SMALL.with_overrides(
             {"switch.load_balancing_method": "spray", "topology.link_failures": fail}
-        )
+        ),
+        "packet",
     )
     port = eng.ports[eng.fabric.link_index["agg0_0->core0"]]
     assert not port.failed
@@ -303,7 +304,7 @@ def test_qp_scaling_with_pdc_groups_warns():
 
 def test_nscc_with_auto_base_rtt():
     res = run(**{"nic.initial_base_rtt_us": "auto", "switch.load_balancing_method": "adaptive"})
-    eng = PacketEngine.from_scenario(SMALL.with_overrides({"nic.initial_base_rtt_us": "auto"}))
+    eng = build_engine(SMALL.with_overrides({"nic.initial_base_rtt_us": "auto"}), "packet")
     assert eng.base_rtt_ps == eng.unloaded_rtt_ps
     assert res.summary["flows_completed"] == 16
     ideal = 300_000 * (1 + 88 / 4096) * 8 / 100e9

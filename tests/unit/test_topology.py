@@ -145,7 +145,7 @@ def _scipy_distances(f):
     ],
 )
 def test_leaf_distances_equal_a_graph_librarys_shortest_paths(name, over):
-    from fabricsim.runner import fabric_of
+    from fabricsim.experiments.runner import fabric_of
 
     f = fabric_of(fabricsim.load_scenario(name).with_overrides(over))
     mine = f._distances()
@@ -179,7 +179,7 @@ def _groups_by_loop(f, switch: int, dst: int) -> list[int]:
 
 @pytest.mark.parametrize(("name", "over"), ROUTING_FABRICS)
 def test_vectorised_ecmp_groups_equal_the_definition(name, over):
-    from fabricsim.runner import fabric_of
+    from fabricsim.experiments.runner import fabric_of
 
     f = fabric_of(fabricsim.load_scenario(name).with_overrides(over))
     for switch in range(f.num_hosts, f.num_nodes):

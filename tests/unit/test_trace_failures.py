@@ -48,7 +48,7 @@ def test_htsim_failed_n_is_its_first_n_core_to_agg_links():
         "core1->agg0_0": 0.1,
         "core2->agg0_1": 0.1,  # htsim agg 1 (pod 0, position 1), uplink 0
     }
-    fabric = fabricsim.runner.fabric_of(_permutation())  # every name is a link of ours
+    fabric = fabricsim.experiments.runner.fabric_of(_permutation())  # every name is a link of ours
     assert set(htsim_failed_links(topo, 16)) <= set(fabric.link_names)
     assert len(htsim_failed_links(topo, 10**6)) == 16  # k pods x k/2 aggs x k/2 uplinks
 

@@ -1,14 +1,14 @@
 """The ``run`` verb: one scenario, or with no SCENARIO the default ARK KV-cache study.
 
-The study itself is :func:`fabricsim.experiments.study.ark_qps_study` (ECMP vs ARK on paired
-seeds over the paper's QPS points); :func:`default_study` adds what the command shows: its
-figures, a progress bar on a terminal and the trend table.
+The study and its choices are :mod:`fabricsim.experiments.default_study` (ECMP vs ARK on paired
+seeds over the paper's QPS points: its scenario, engine, workload, output directory, workers and
+trend); :func:`default_study` adds what the command shows: its figures, a progress bar on a
+terminal and the trend table.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import fabricsim
-from fabricsim._compat import LazyModule, pd, rich_console, rich_table
+from fabricsim._compat import LazyModule, rich_console, rich_table
 from fabricsim.cli.app import (
     EngineOpt,
     PresetOpt,
@@ -43,14 +43,14 @@ from fabricsim.metrics.results import check_table_format, dumps_json
 from fabricsim.units import human_number, human_share, seconds_unit
 
 if TYPE_CHECKING:
+    from fabricsim.experiments import default_study as defaults
     from fabricsim.experiments import paired
-    from fabricsim.experiments import study as ark_study
     from fabricsim.experiments.paired import PairedStudy
     from fabricsim.report import study_plots
 else:
     # perf: the default study's modules (the paired-study planner, its process pool, the
     # report's figures) are imported when it runs, not by every `fabricsim run SCENARIO`
-    ark_study = LazyModule("fabricsim.experiments.study")
+    defaults = LazyModule("fabricsim.experiments.default_study")
     paired = LazyModule("fabricsim.experiments.paired")
     study_plots = LazyModule("fabricsim.report.study_plots")
 
@@ -73,14 +73,13 @@ def _print_summary(res: Any) -> None:
     console.print(table)
 
 
-def _trend_cell(part: pd.DataFrame, metric: str, names: list[str]) -> str:
-    rows = {r["value"]: r for _, r in part[part["metric"] == metric].iterrows()}
-    if not rows:
+def _trend_cell(cell: tuple[dict[str, Any], dict[str, Any]] | None) -> str:
+    if cell is None:
         return "-"
-    base, other = rows[names[0]], rows[names[1]]
+    base, other = cell
     factor, unit = seconds_unit(float(base["mean"]))
     text = f"{human_number(base['mean'] / factor)} → {human_number(other['mean'] / factor)} {unit}"
-    delta = delta_text(dict(other), short=True)
+    delta = delta_text(other, short=True)
     return text if delta == "-" else f"{text}  {delta}"
 
 
@@ -93,7 +92,6 @@ def print_trend(study: PairedStudy) -> None:
     console.print(f"fabric:   {head['fabric']}")
     console.print(f"workload: {head['workload']}")
     console.print(f"compared: {head['compared']}")
-    names = [str(v) for v in study.vs[1]]
     n = len(study.seeds)
     table = rich_table.Table(
         title="ECMP → ARK for KV-cache transfers (mean over seeds; Δ: ARK's change, 95 % CI)",
@@ -104,23 +102,16 @@ def print_trend(study: PairedStudy) -> None:
     )
     table.add_column("QPS", justify="right")
     table.add_column("load", justify="right")
-    metrics = ("fct_mean_s", "fct_p95_s", "ttft_mean_s", "ttft_p95_s")
     primary = paired.judged_note(sc)[0]
-    for metric in metrics:
+    for metric in defaults.TREND_METRICS:
         mark = f" {PRIMARY_MARK}" if metric in primary else ""
         table.add_column(METRIC_LABELS[metric] + mark, justify="right")
     table.add_column("ARK fallbacks", justify="right")
-    for params in study.points():
-        part = study.table
-        qps = params.get("workload.qps", sc.workload.qps)  # type: ignore[union-attr]
-        for k, v in params.items():
-            part = part[part[k] == v]
-        load = ark_study.offered_load(sc.with_overrides({"workload.qps": qps}))
-        cells = [_trend_cell(part, m, names) for m in metrics]
-        ark = [r.summary for r in study.results(params, names[1])]
-        fallbacks = sum(float(x.get("ark_fallbacks", 0)) for x in ark) / max(len(ark), 1)
-        cells.append(human_share(fallbacks, sum(x["flows_total"] for x in ark) / max(len(ark), 1)))
-        table.add_row(f"{qps:g}", f"{load:.2f}" if math.isfinite(load) else "-", *cells)
+    for row in defaults.trend_rows(study):
+        cells = [_trend_cell(row.cells[m]) for m in defaults.TREND_METRICS]
+        cells.append(human_share(row.fallbacks, row.flows))
+        load = f"{row.load:.2f}" if math.isfinite(row.load) else "-"
+        table.add_row(f"{row.qps:g}", load, *cells)
     console.print(table)
 
 
@@ -154,10 +145,9 @@ def default_study(
         Local processes (default: up to 4, one per CPU).
     """
     bar = ProgressBar("ARK study", not quiet and sys.stdout.isatty())
-    n = workers if workers is not None else max(1, min(4, os.cpu_count() or 1))
     try:
-        study = ark_study.ark_qps_study(
-            out, sets, seed, seeds, study_plots.ark_figures, bar, workers=n
+        study = defaults.run_default_study(
+            out, sets, seed, seeds, workers, study_plots.ark_figures, bar
         )
     finally:
         bar.stop()
@@ -197,18 +187,10 @@ def run(
             raise ConfigError(
                 f"--format {table_format}: name a scenario (the default study writes Parquet)"
             )
-        if engine not in (None, "flow"):
-            raise ConfigError(
-                f"--engine {engine}: the default study (ark: ~4e8 packets) runs on the flow "
-                "engine; name a scenario to use --engine packet"
-            )
-        study = scenario_from_options("ark", set_, seed)  # bad --set/--seed fail before writing
-        if study.workload.kind != "kv_cache":
-            raise ConfigError(
-                f"workload.kind={study.workload.kind}: the default study compares KV-cache "
-                "transfers (kv_cache); name a scenario to run another workload"
-            )
-        target = out_dir or Path("runs/ark-study")
+        defaults.check_engine(engine)
+        # bad --set/--seed fail before writing
+        defaults.check_scenario(scenario_from_options(defaults.SCENARIO, set_, seed))
+        target = out_dir or defaults.OUT
         claim_out_dir(target, "study")  # held until the command ends
         default_study(out=target, sets=set_ or [], seed=seed, quiet=quiet)
         return

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from fabricsim.config.layers import merge
 from fabricsim.config.presets import preset_layer
 from fabricsim.config.suggest import closest, did_you_mean
+from fabricsim.config.workloads import WORKLOAD_KINDS
 from fabricsim.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -24,15 +25,7 @@ if TYPE_CHECKING:
 
     from fabricsim.config.models import Scenario
 
-_WORKLOAD_KINDS = (
-    "trace",
-    "permutation",
-    "incast",
-    "leaf_to_leaf",
-    "kv_cache",
-    "moe",
-    "collective",
-)
+_WORKLOAD_KINDS = WORKLOAD_KINDS  # the union's kinds (config.workloads), never a list of its own
 
 
 def validate_as(

@@ -1,8 +1,14 @@
-"""Workload models: one pydantic model per ``workload.kind``, joined in a tagged union."""
+"""Workload models: one pydantic model per ``workload.kind``, joined in a tagged union.
+
+A kind is its model here (a member of :data:`WorkloadConfig`; :data:`WORKLOAD_KINDS` and the
+validation messages follow the union) and, in its own module under :mod:`fabricsim.workloads`,
+one :func:`~fabricsim.workloads.register` call naming the model, the generator and its budget
+terms.  The contract tests iterate that registry, so a kind missing either half fails them.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -206,3 +212,8 @@ WorkloadConfig = Annotated[
     | CollectiveWorkload,
     Field(discriminator="kind"),
 ]
+
+WORKLOAD_MODELS: tuple[type[_Workload], ...] = get_args(get_args(WorkloadConfig)[0])
+"""The models of the union, in its order."""
+WORKLOAD_KINDS: tuple[str, ...] = tuple(m.model_fields["kind"].default for m in WORKLOAD_MODELS)
+"""The ``workload.kind`` values, in the union's order (what validation lists)."""

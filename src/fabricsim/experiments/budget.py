@@ -96,6 +96,7 @@ Measurements behind the coefficients (peak RSS, MB; estimate in brackets):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -246,6 +247,28 @@ def _flow_terms(sc: Any, fab: _Fabric, load: _Load, conns: int, terms: dict[str,
     return samples
 
 
+def flow_engine_terms(
+    sc: Any, fab: _Fabric, load: _Load, conns: int, terms: dict[str, float]
+) -> tuple[int, int]:
+    """The flow engine's terms (max-min or open loop, by ``engine.flow_model``): no packets,
+    its timeline samples."""
+    if sc.engine.flow_model == "open_loop":
+        return 0, _open_loop_terms(sc, fab, load, terms)
+    return 0, _flow_terms(sc, fab, load, conns, terms)
+
+
+packet_engine_terms = _packet_terms
+"""The packet engine's terms: its packets and timeline samples."""
+
+EngineTerms = Callable[[Any, _Fabric, _Load, int, dict[str, float]], tuple[int, int]]
+"""``terms(sc, fabric, load, connections, terms)``: add an engine's memory terms to ``terms``;
+return its packets and timeline samples."""
+
+ENGINE_TERMS: dict[str, EngineTerms] = {}
+"""Each registered engine's memory terms (its ``EngineCapabilities.memory_terms``, entered by
+:func:`fabricsim.experiments.engines.register_engine`); an engine without: the flow engine's."""
+
+
 # -- the estimate ------------------------------------------------------------------------------
 def estimate(sc: Any, engine: str) -> Estimate:
     """Estimate the peak memory of running ``sc`` on ``engine`` from the config alone.
@@ -269,12 +292,7 @@ def estimate(sc: Any, engine: str) -> Estimate:
     terms["fabric"] = LINK_BYTES * float(fab.links) + NODE_BYTES * float(fab.nodes)
     split = lb.policy == "qp_scaling" and lb.qp_mode == "split"
     conns = load.flows * (int(lb.qp_count) if split else 1)
-    if engine == "packet":
-        packets, samples = _packet_terms(sc, fab, load, conns, terms)
-    elif sc.engine.flow_model == "open_loop":
-        packets, samples = 0, _open_loop_terms(sc, fab, load, terms)
-    else:
-        packets, samples = 0, _flow_terms(sc, fab, load, conns, terms)
+    packets, samples = ENGINE_TERMS.get(engine, flow_engine_terms)(sc, fab, load, conns, terms)
     if lb.policy == "ark":
         terms["flows"] += ARK_FLOW_BYTES * float(load.flows)
     terms["MoE matrix"] = MATRIX_ENTRY_BYTES * load.matrix
@@ -326,7 +344,7 @@ def _advice(sc: Any, term: str, engine: str) -> tuple[str, str]:
             )
         return f"topology.{key}={value}", f"use a smaller topology.{key} or {raise_}"
     if term == "timeline samples":
-        if engine == "packet":
+        if ENGINE_TERMS.get(engine) is packet_engine_terms:  # sampled every interval
             iv = sc.records.timeline_interval_us
             limit = sc.engine.time_limit_s
             extra = f" with engine.time_limit_s={limit:g}" if limit is not None else ""
@@ -377,28 +395,11 @@ def _fabric_size_key(sc: Any) -> str:
 
 
 def _workload_key(sc: Any, packets: bool) -> tuple[str, Any]:
-    wl = sc.workload
-    kind = wl.kind
-    if kind == "kv_cache":
-        return "workload.requests", wl.requests
-    if kind == "trace":
-        return "workload.path", wl.path
-    if kind == "moe":
-        if packets:
-            return "workload.tokens_per_gpu", wl.tokens_per_gpu
-        if wl.gpus:
-            return "workload.gpus", wl.gpus
-        key, value = _fabric_size_key(sc).split("=", 1)
-        return key, value
-    if kind == "incast" and not packets:
-        return "workload.senders", wl.senders
-    if kind == "collective" and not packets:
-        if wl.hosts is not None:
-            return "workload.hosts", f"[{len(wl.hosts)} hosts]"
-        return tuple(_fabric_size_key(sc).split("="))  # type: ignore[return-value]
-    if packets:
-        return "workload.size_bytes", wl.size_bytes
-    return tuple(_fabric_size_key(sc).split("="))  # type: ignore[return-value]
+    """The key that sets the workload's flows (or packets), as its kind's budget terms name it;
+    else the fabric's size."""
+    load = _load(sc, _fabric(sc))
+    key = load.packets_key if packets else load.flows_key
+    return key if key is not None else tuple(_fabric_size_key(sc).split("=", 1))  # type: ignore[return-value]
 
 
 def check_budget(sc: Any, engine: str) -> None:

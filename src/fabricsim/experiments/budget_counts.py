@@ -2,19 +2,19 @@
 
 The fabric's size (nodes, links, paths) and the workload's load (flows, bytes, pairs, MoE
 matrix and prompt-table entries) that :func:`~fabricsim.experiments.budget.estimate` prices.
+The load is each ``workload.kind``'s own: the budget terms it registers beside its generator
+(:class:`fabricsim.workloads.base.WorkloadKind`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from fabricsim._compat import pq
+from fabricsim import workloads  # noqa: F401  (registers every kind's budget terms)
 from fabricsim.units import MAX_TIME_S, us_to_s
-from fabricsim.workloads.kv_models import get_model
-from fabricsim.workloads.moe import GENERIC, PRESETS
+from fabricsim.workloads.base import WorkloadLoad, workload_kind
 
 
 @dataclass
@@ -32,16 +32,7 @@ class _Fabric:
     parallel: int = 1  # links between each leaf and spine (topology.parallel_links)
 
 
-@dataclass
-class _Load:
-    flows: int = 0
-    bytes_total: float | None = 0.0  # None: unknown from the config alone
-    busiest: float | None = 0.0  # bytes the most loaded host sends or receives
-    last_start_s: float = 0.0
-    pairs: int = 0  # distinct (src, dst) host pairs, at most
-    matrix: float = 0.0  # MoE matrix entries
-    prompt_table: float = 0.0  # kv_cache rank-Zipf table entries
-    notes: list[str] = field(default_factory=list)
+_Load = WorkloadLoad  # the workload's counts: each kind's registered budget terms
 
 
 # -- counts from the config --------------------------------------------------------------------
@@ -96,128 +87,10 @@ def _fabric(sc: Any) -> _Fabric:
     )  # fmt: skip
 
 
-def _harmonic(n: float, a: float) -> float:
-    """``sum(r ** -a for r in 1..n)``: 64 terms exactly, the tail by Euler-Maclaurin (< 1e-6)."""
-    head = float(sum(r**-a for r in range(1, int(min(n, 64)) + 1)))
-    if n <= 64:
-        return head
-    m = 65.0
-    if abs(a - 1.0) < 1e-12:
-        integral = math.log(n) - math.log(m)
-    else:
-        integral = (n ** (1 - a) - m ** (1 - a)) / (1 - a)
-    ends = (m**-a + n**-a) / 2 + a * (m ** (-a - 1) - n ** (-a - 1)) / 12
-    return head + integral + ends
-
-
-def _rank_zipf_mean(lo: int, hi: int, theta: float) -> float:
-    """Mean prompt of the rank-Zipf law on ``lo..hi`` (see kv_models.RankZipf)."""
-    n = hi - lo + 1
-    return lo - 1 + _harmonic(n, theta - 1) / _harmonic(n, theta)
-
-
-def _trace_rows(path: str) -> int | None:
-    p = Path(path)
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            return int(pq.read_metadata(p).num_rows)
-        return max(1, p.stat().st_size // 8) if p.is_file() else None
-    except Exception:  # noqa: BLE001 - unreadable: the workload reader refuses it in one line
-        return None
-
-
-def _moe_load(sc: Any, fab: _Fabric, load: _Load) -> None:
-    wl = sc.workload
-    if wl.matrix == "pure_zipf":
-        n = int(wl.gpus or fab.hosts // 2)
-        total = float(wl.total_bytes_per_sender)
-        load.flows = load.pairs = n * n
-        load.matrix = float(n * n)
-        load.bytes_total = n * total
-        load.busiest = max(total, n * total / _harmonic(max(n, 1), 1.0))
-        return
-    n = int(wl.gpus or fab.hosts)
-    load.matrix = float(n * n)
-    if wl.matrix != "zipf":
-        load.flows = load.pairs = n * n
-        load.bytes_total = load.busiest = None
-        load.notes.append(f"workload.matrix={wl.matrix}: bytes unknown before reading the file")
-        return
-
-    base = PRESETS[wl.model] if wl.model else GENERIC
-    top_k = int(wl.top_k or base.top_k)
-    token_bytes = float(
-        (wl.hidden_size or base.hidden_size) * (wl.bytes_per_element or base.bytes_per_element)
-    )
-    tokens = int(wl.tokens_per_gpu)
-    outside = max(n - min(int(wl.gpus_per_server), n), 1)  # GPUs outside a sender's server
-    per_sender = min(outside, tokens * min(top_k, n))
-    load.flows = load.pairs = n * max(per_sender, 1)
-    load.bytes_total = n * tokens * min(top_k, n) * token_bytes
-    load.busiest = max(tokens * min(top_k, n), n * tokens) * token_bytes
-    load.matrix += min(n * tokens * top_k, 2_000_000)  # one batch of sampled tokens
-
-
 def _load(sc: Any, fab: _Fabric) -> _Load:
-    wl, load = sc.workload, _Load()
-    kind = wl.kind
-    hosts = fab.hosts
-    if kind == "permutation":
-        load.flows = load.pairs = hosts
-        load.bytes_total = float(hosts) * wl.size_bytes
-        load.busiest = float(wl.size_bytes)
-        load.last_start_s = float(wl.start_s)
-    elif kind == "incast":
-        n = max(1, min(int(wl.senders), hosts - 1))
-        load.flows = load.pairs = n
-        load.bytes_total = load.busiest = float(n) * wl.size_bytes
-        load.last_start_s = float(wl.start_s)
-    elif kind == "leaf_to_leaf":
-        per_leaf = hosts // max(fab.leaves, 1)
-        n = max(1, min(int(wl.hosts or per_leaf), per_leaf))
-        load.flows = load.pairs = n
-        load.bytes_total = float(n) * wl.size_bytes
-        load.busiest = float(wl.size_bytes)
-        load.last_start_s = float(wl.start_s)
-    elif kind == "collective":
-        n = len(wl.hosts) if wl.hosts is not None else hosts
-        chunk = float(max(1, wl.size_bytes // max(n, 1)))
-        steps = 2 * (n - 1) if wl.op == "ring_allreduce" else n - 1
-        load.flows = steps * n
-        load.pairs = n if wl.op == "ring_allreduce" else n * (n - 1)
-        load.bytes_total = load.flows * chunk
-        load.busiest = steps * chunk
-        load.last_start_s = float(wl.start_s)
-    elif kind == "kv_cache":
-        n = int(wl.requests)
-        per_token = float(wl.kv_bytes_per_token or get_model(wl.model).kv_bytes_per_token)
-        if wl.prompt == "zipf":
-            lo, hi = int(wl.prompt_min_tokens), int(wl.prompt_max_tokens)
-            tokens = _rank_zipf_mean(lo, hi, float(wl.prompt_theta))
-            load.prompt_table = float(hi - lo + 1)
-        elif wl.prompt == "fixed":
-            tokens = float(wl.prompt_tokens)
-        else:
-            tokens = float(wl.prompt_max_tokens)
-            load.notes.append(
-                "workload.prompt=trace: prompts counted as workload.prompt_max_tokens"
-            )
-        decode = len(wl.decode_hosts) if wl.decode_hosts else hosts - hosts // 2
-        prefill = len(wl.prefill_hosts) if wl.prefill_hosts else hosts // 2
-        load.flows = n
-        load.pairs = min(n, max(decode, 1) * max(prefill, 1))
-        load.bytes_total = n * tokens * per_token
-        load.busiest = load.bytes_total * min(1.0, 2.0 / max(min(decode, prefill), 1))
-        load.last_start_s = (n + 4 * math.sqrt(n) + 4) / float(wl.qps)
-    elif kind == "moe":
-        _moe_load(sc, fab, load)
-        load.last_start_s = float(wl.start_s)
-    elif kind == "trace":
-        rows = _trace_rows(wl.path)
-        load.flows = load.pairs = rows or 0
-        load.bytes_total = load.busiest = None
-        load.notes.append("workload.kind=trace: bytes and start times unknown before reading")
-    return load
+    """The workload's load: the budget terms its kind registered (:func:`fabricsim.workloads.register`)."""
+    registered = workload_kind(sc.workload.kind)
+    return _Load() if registered is None else registered.budget(sc.workload, fab)
 
 
 def _packets(sc: Any, load: _Load) -> int:

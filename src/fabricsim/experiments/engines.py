@@ -1,12 +1,16 @@
-"""The engine registry: what each engine can run, declared in one place, and the one check.
+"""The engine registry: each engine's builder and what it can run, declared in one place.
 
-Each engine declares its :class:`EngineCapabilities` here (the boundary between the engines and
-the experiments that run them).  The path policies, spraying types and switch methods it runs
-are read from the ``lb`` registries when used (:class:`Registered`): each method declares its
-engines, and the reason an engine it does not name refuses it, in its own module.  :func:`check_supported` compares a scenario with the chosen
-engine's declaration and turns the first mismatch into the one-line :class:`EngineRefusal`,
-naming the engine that can run it.  Nothing else refuses a scenario for its engine before the
-run is built; an engine may still assert the same facts defensively.
+Each engine registers one :class:`EngineCapabilities` (:func:`register_engine`): the function
+that builds it for a run, the keys it reads beyond the common ones (:attr:`~EngineCapabilities.reads`,
+from which :data:`KEY_ENGINES` is tabulated), and the values it runs.  The path policies,
+spraying types and switch methods it runs are read from the ``lb`` registries when used
+(:class:`Registered`): each method declares its engines, and the reason an engine it does not
+name refuses it, in its own module.  :func:`check_supported` compares a scenario with the
+chosen engine's declaration and turns the first mismatch into the one-line
+:class:`EngineRefusal`, naming the engine that can run it.  Nothing else refuses a scenario for
+its engine before the run is built; an engine may still assert the same facts defensively.
+A new engine needs its own module and one :func:`register_engine` call: its refusals, the keys
+the others refuse for it and ``--engine`` follow from the declaration.
 
 Examples
 --------
@@ -21,23 +25,71 @@ nic.packet_spraying_type=reps needs the packet engine (REPS reacts to per-packet
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
-from typing import get_args, overload
+from typing import Any, Protocol, overload
 
 import numpy as np
 from pydantic import BaseModel
 
 from fabricsim.config.applicability import check_keys_apply, explicit, shown, value_of
 from fabricsim.config.models import RecordsConfig, Scenario
-from fabricsim.config.workloads import WorkloadConfig
+from fabricsim.config.workloads import WORKLOAD_KINDS
+from fabricsim.engine_api import EngineOutput
 from fabricsim.errors import ConfigError, EngineRefusal
-from fabricsim.lb.base import registered_policies
+from fabricsim.experiments.budget import (
+    ENGINE_TERMS,
+    EngineTerms,
+    flow_engine_terms,
+    packet_engine_terms,
+)
+from fabricsim.flowsim.engine import FlowEngine
+from fabricsim.flowsim.open_loop import OpenLoopEngine
+from fabricsim.lb.base import EngineHooks, PathPolicy, registered_policies
 from fabricsim.lb.registry import registered_methods
+from fabricsim.packetsim.engine import PacketEngine
+from fabricsim.routing.router import Router
+from fabricsim.topology.fabric import Fabric
 from fabricsim.workloads.base import FlowTable
 
 
-class Registered(Sequence[str]):
+class _Live(Sequence[str]):
+    """A declaration field read afresh each time from :meth:`names` (a registry's view)."""
+
+    def names(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> str | tuple[str, ...]:
+        return self.names()[i]
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.names()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Live | tuple | list):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:  # what it views, not what the registry holds now (stable)
+        return hash((type(self).__name__, *vars(self).values()))
+
+    def __repr__(self) -> str:
+        return repr(self.names())
+
+
+class Registered(_Live):
     """The registered names of ``point`` that ``engine`` runs, read from the registry each time.
 
     A declaration field that follows the registries: a method registered later (a plug-in, a
@@ -66,41 +118,51 @@ class Registered(Sequence[str]):
             )
         return tuple(m.name for m in registered_methods(self.point) if self.engine in m.engines)
 
-    @overload
-    def __getitem__(self, i: int) -> str: ...
 
-    @overload
-    def __getitem__(self, i: slice) -> tuple[str, ...]: ...
+class Engine(EngineHooks, Protocol):
+    """What a builder returns: an engine that offers a dynamic policy its hooks, run once for
+    its output (a ``progress`` attribute, if it has one, is called as it runs)."""
 
-    def __getitem__(self, i: int | slice) -> str | tuple[str, ...]:
-        return self.names()[i]
+    def run(self) -> EngineOutput: ...
 
-    def __len__(self) -> int:
-        return len(self.names())
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.names())
+EngineBuilder = Callable[[Scenario, Fabric, Router, FlowTable, PathPolicy], Engine]
+"""``build(sc, fabric, router, flows, policy)``: the engine of one run, not yet run."""
 
-    def __contains__(self, value: object) -> bool:
-        return value in self.names()
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Registered | tuple | list):
-            return tuple(self) == tuple(other)
-        return NotImplemented
+class UnreadKeys(_Live):
+    """The keys ``engine`` does not read, from :data:`KEY_ENGINES` each time (live, like
+    :class:`Registered`: an engine registered later changes what the others refuse).
 
-    def __hash__(self) -> int:
-        return hash((self.point, self.engine))
+    >>> "nic.cc" in UnreadKeys("flow"), "nic.cc" in UnreadKeys("packet")
+    (True, False)
+    """
 
-    def __repr__(self) -> str:
-        return repr(self.names())
+    def __init__(self, engine: str) -> None:
+        self.engine = engine
+
+    def names(self) -> tuple[str, ...]:
+        return unread_keys(self.engine)
+
+
+UNREAD_REFUSAL = (
+    "{key}={value} is read only by the {readers} engine (the {engine} engine has no such "
+    "mechanism); remove it or use --engine {alt}"
+)
+"""The one refusal of a key the chosen engine does not read (formatted per key)."""
 
 
 @dataclass(frozen=True)
 class EngineCapabilities:
-    """What one engine can run (every field is declared; an empty tuple means "none")."""
+    """One engine's registration: its builder and what it can run (an empty tuple: "none")."""
 
     name: str
+    build: EngineBuilder
+    """Builds the engine of one run (:data:`EngineBuilder`); the runner binds the policy's
+    hooks to it and calls its ``run()``."""
+    reads: tuple[str, ...]
+    """Keys (or sections, ending in ".") outside the common ones that it reads: a key some
+    engine declares here is read only by the engines declaring it (:data:`KEY_ENGINES`)."""
     policies: Sequence[str]
     """``lb.policy`` values it runs."""
     spraying_types: Sequence[str]
@@ -115,81 +177,89 @@ class EngineCapabilities:
     """``engine.flow_model`` values it runs (empty: it does not read the key)."""
     workloads: tuple[str, ...]
     """``workload.kind`` values it runs."""
-    unread_keys: tuple[str, ...]
-    """Keys it does not read (from :data:`KEY_ENGINES`): set explicitly, whatever the value,
-    refused."""
-    unread_key_refusal: str
-    """The refusal of an unread key, formatted with ``key``, ``value``, ``readers`` (the
-    engines that read it), ``engine`` (this one) and ``alt`` (the first reader)."""
     packet_budget: bool
     """Whether ``engine.max_packets`` bounds its runs (checked once the flows are known)."""
+    memory_terms: EngineTerms | None = None
+    """Its terms of the memory budget (:data:`fabricsim.experiments.budget.EngineTerms`;
+    None: the flow engine's)."""
+    unread_keys: Sequence[str] | None = None
+    """Keys it does not read (from :data:`KEY_ENGINES`; None: :class:`UnreadKeys`, live): set
+    explicitly, whatever the value, refused."""
+    unread_key_refusal: str = UNREAD_REFUSAL
+    """The refusal of an unread key, formatted with ``key``, ``value``, ``readers`` (the
+    engines that read it), ``engine`` (this one) and ``alt`` (the first reader)."""
+
+    def __post_init__(self) -> None:
+        if self.unread_keys is None:
+            object.__setattr__(self, "unread_keys", UnreadKeys(self.name))
 
 
 _RECORDS = tuple(
     name for name, f in RecordsConfig.model_fields.items() if f.annotation is bool
 )  # timelines, uet_monitor, uet_transport_stats, switch_lb_stats, port_stats
 _PACKET_RECORDS = ("uet_monitor", "uet_transport_stats", "switch_lb_stats", "port_stats")
-_WORKLOADS = tuple(m.model_fields["kind"].default for m in get_args(get_args(WorkloadConfig)[0]))
+_WORKLOADS = WORKLOAD_KINDS
 
 
-PACKET_LEVEL = ("packet",)
-"""The engines that model packets (``decomposed`` joins when it is registered)."""
-FLOW_LEVEL = ("flow",)
+PACKET_KEYS: tuple[str, ...] = (
+    # -- the keys (or sections, ending in ".") only the packet-level engines read: the engine
+    # column of DESIGN.md's key table.  Keys whose *values* are declared per engine (lb.policy,
+    # nic.packet_spraying_type, switch.load_balancing_method, engine.flow_model's values,
+    # workload.kind, the records.* switches, topology.link_failures) are checked against
+    # EngineCapabilities instead; a records.* switch set to false asks for nothing and runs on
+    # every engine.  Where the flow engine reads a key DESIGN.md lists as packet (the default
+    # spraying type's port set: entropy_mask_bits, starting_port_offset; wire sizes:
+    # rdma_data_mss, header_bytes; ACK bytes of MoE pacing: ack_coalesce, ack_bytes) the code's
+    # reading wins: it is "both".  An engine that models packets declares these in its reads.
+    "nic.reps_buffer_size_mask_bits",
+    "nic.entropy_value_set_size",
+    "nic.freezing_timeout_us",
+    "nic.failure_detection_rtt_multiplier",
+    "nic.initial_base_rtt_us",
+    "nic.pdc_groups_enabled",
+    "nic.cc",
+    "nic.cwnd_bdp",
+    "nic.rto_us",
+    "nic.max_retries",
+    "nic.oblivious_values",
+    "nic.rto_backoff",
+    "nic.ack_request",
+    "nic.control_per_data",
+    "nic.reps_recycle_last_hop_nack",
+    "nic.reroute_rtts",
+    "nic.transport",
+    "nic.nscc.",
+    "nic.plb.",
+    "nic.roce.",
+    "nic.dcqcn.",
+    "switch.flowlet_gap_us",
+    "switch.flowlet_pick",
+    "switch.adaptive_quantum_bytes",
+    "switch.buffer_bytes",
+    "switch.buffer_bdp",
+    "switch.trimming",
+    "switch.ecn_min_bytes",
+    "switch.ecn_max_bytes",
+    "switch.header_buffer_bytes",
+    "switch.trim_last_queued",
+    "switch.scale_buffers_with_rate",
+    "switch.ecn_max_prob",
+    "switch.pfc",
+    "switch.pfc_xoff_bytes",
+    "switch.pfc_xon_bytes",
+    "switch.pfc_dynamic_alpha",
+    "switch.pfc_shared_buffer_bytes",
+    "switch.pfc_headroom_bytes",
+    "records.timeline_interval_us",
+)
+FLOW_KEYS: tuple[str, ...] = ("engine.flow_model", "engine.flow_solver")
+"""The keys only the flow engine reads."""
 
-KEY_ENGINES: dict[str, tuple[str, ...]] = {
-    # -- the engine column of DESIGN.md's key table, in one place.  A key (or a section, ending
-    # in ".") -> the engines that read it; a key not listed is read by every engine.  A key
-    # the user sets explicitly (any value, its default too) on an engine not listed is refused.
-    # Keys whose *values* are declared per engine (lb.policy, nic.packet_spraying_type,
-    # switch.load_balancing_method, engine.flow_model's values, workload.kind, the records.*
-    # switches, topology.link_failures) are checked against EngineCapabilities instead; a
-    # records.* switch set to false asks for nothing and runs on every engine.  Where the flow
-    # engine reads a key DESIGN.md lists as packet (the default spraying type's port set:
-    # entropy_mask_bits, starting_port_offset; wire sizes: rdma_data_mss, header_bytes; ACK
-    # bytes of MoE pacing: ack_coalesce, ack_bytes) the code's reading wins: it is "both".
-    "nic.reps_buffer_size_mask_bits": PACKET_LEVEL,
-    "nic.entropy_value_set_size": PACKET_LEVEL,
-    "nic.freezing_timeout_us": PACKET_LEVEL,
-    "nic.failure_detection_rtt_multiplier": PACKET_LEVEL,
-    "nic.initial_base_rtt_us": PACKET_LEVEL,
-    "nic.pdc_groups_enabled": PACKET_LEVEL,
-    "nic.cc": PACKET_LEVEL,
-    "nic.cwnd_bdp": PACKET_LEVEL,
-    "nic.rto_us": PACKET_LEVEL,
-    "nic.max_retries": PACKET_LEVEL,
-    "nic.oblivious_values": PACKET_LEVEL,
-    "nic.rto_backoff": PACKET_LEVEL,
-    "nic.ack_request": PACKET_LEVEL,
-    "nic.control_per_data": PACKET_LEVEL,
-    "nic.reps_recycle_last_hop_nack": PACKET_LEVEL,
-    "nic.reroute_rtts": PACKET_LEVEL,
-    "nic.transport": PACKET_LEVEL,
-    "nic.nscc.": PACKET_LEVEL,
-    "nic.plb.": PACKET_LEVEL,
-    "nic.roce.": PACKET_LEVEL,
-    "nic.dcqcn.": PACKET_LEVEL,
-    "switch.flowlet_gap_us": PACKET_LEVEL,
-    "switch.flowlet_pick": PACKET_LEVEL,
-    "switch.adaptive_quantum_bytes": PACKET_LEVEL,
-    "switch.buffer_bytes": PACKET_LEVEL,
-    "switch.buffer_bdp": PACKET_LEVEL,
-    "switch.trimming": PACKET_LEVEL,
-    "switch.ecn_min_bytes": PACKET_LEVEL,
-    "switch.ecn_max_bytes": PACKET_LEVEL,
-    "switch.header_buffer_bytes": PACKET_LEVEL,
-    "switch.trim_last_queued": PACKET_LEVEL,
-    "switch.scale_buffers_with_rate": PACKET_LEVEL,
-    "switch.ecn_max_prob": PACKET_LEVEL,
-    "switch.pfc": PACKET_LEVEL,
-    "switch.pfc_xoff_bytes": PACKET_LEVEL,
-    "switch.pfc_xon_bytes": PACKET_LEVEL,
-    "switch.pfc_dynamic_alpha": PACKET_LEVEL,
-    "switch.pfc_shared_buffer_bytes": PACKET_LEVEL,
-    "switch.pfc_headroom_bytes": PACKET_LEVEL,
-    "records.timeline_interval_us": PACKET_LEVEL,
-    "engine.flow_model": FLOW_LEVEL,
-    "engine.flow_solver": FLOW_LEVEL,
-}
+KEY_ENGINES: dict[str, tuple[str, ...]] = {}
+"""A key (or a section, ending in ".") -> the engines that read it, tabulated from the
+registered engines' :attr:`~EngineCapabilities.reads` (:func:`register_engine`); a key not
+listed is read by every engine.  A key the user sets explicitly (any value, its default too)
+on an engine not listed is refused."""
 
 
 def key_engines(key: str) -> tuple[str, ...] | None:
@@ -224,41 +294,84 @@ def unread_keys(engine: str) -> tuple[str, ...]:
     )
 
 
-UNREAD_REFUSAL = (
-    "{key}={value} is read only by the {readers} engine (the {engine} engine has no such "
-    "mechanism); remove it or use --engine {alt}"
-)
-"""The one refusal of a key the chosen engine does not read (formatted per key)."""
+ENGINES: dict[str, EngineCapabilities] = {}
+"""The registered engines by name (``--engine``), in registration order."""
 
-FLOW = EngineCapabilities(
-    name="flow",
-    policies=Registered("lb.policy", "flow"),
-    spraying_types=Registered("nic.packet_spraying_type", "flow"),  # those with a fluid form
-    switch_methods=Registered("switch.load_balancing_method", "flow"),  # ecmp: the hash
-    records=tuple(r for r in _RECORDS if r not in _PACKET_RECORDS),
-    link_failures=False,
-    flow_models=("max_min", "open_loop"),
-    workloads=_WORKLOADS,
-    unread_keys=unread_keys("flow"),
-    unread_key_refusal=UNREAD_REFUSAL,
-    packet_budget=False,
-)
-PACKET = EngineCapabilities(
-    name="packet",
-    policies=Registered("lb.policy", "packet"),
-    spraying_types=Registered("nic.packet_spraying_type", "packet"),
-    switch_methods=Registered("switch.load_balancing_method", "packet"),
-    records=_RECORDS,
-    link_failures=True,
-    flow_models=(),
-    workloads=_WORKLOADS,
-    unread_keys=unread_keys("packet"),
-    unread_key_refusal=UNREAD_REFUSAL,
-    packet_budget=True,
-)
 
-ENGINES: dict[str, EngineCapabilities] = {caps.name: caps for caps in (FLOW, PACKET)}
-"""The registered engines by name (``--engine``)."""
+def _tabulate() -> None:
+    """Rebuild :data:`KEY_ENGINES` from the registered engines' reads."""
+    table: dict[str, list[str]] = {}
+    for caps in ENGINES.values():
+        for key in caps.reads:
+            table.setdefault(key, []).append(caps.name)
+    KEY_ENGINES.clear()
+    KEY_ENGINES.update({key: tuple(names) for key, names in table.items()})
+
+
+def register_engine(caps: EngineCapabilities) -> EngineCapabilities:
+    """Register (or replace) the engine ``caps.name``: ``--engine`` accepts it, the runner
+    builds it with ``caps.build``, and every check reads its declaration."""
+    ENGINES[caps.name] = caps
+    ENGINE_TERMS.pop(caps.name, None)
+    if caps.memory_terms is not None:
+        ENGINE_TERMS[caps.name] = caps.memory_terms
+    _tabulate()
+    return caps
+
+
+def unregister_engine(name: str) -> None:
+    """Remove a registered engine (a test's, a plug-in's); :data:`KEY_ENGINES` follows."""
+    ENGINES.pop(name, None)
+    ENGINE_TERMS.pop(name, None)
+    _tabulate()
+
+
+def _build_flow(
+    sc: Scenario, fabric: Fabric, router: Router, flows: FlowTable, policy: PathPolicy
+) -> Any:
+    if sc.engine.flow_model == "open_loop":
+        return OpenLoopEngine(sc, fabric, router, flows, policy)
+    return FlowEngine(sc, fabric, router, flows, policy)
+
+
+def _build_packet(
+    sc: Scenario, fabric: Fabric, router: Router, flows: FlowTable, policy: PathPolicy
+) -> Any:
+    return PacketEngine(sc, fabric, router, flows, policy)
+
+
+FLOW = register_engine(
+    EngineCapabilities(
+        name="flow",
+        build=_build_flow,
+        reads=FLOW_KEYS,
+        policies=Registered("lb.policy", "flow"),
+        spraying_types=Registered("nic.packet_spraying_type", "flow"),  # those with a fluid form
+        switch_methods=Registered("switch.load_balancing_method", "flow"),  # ecmp: the hash
+        records=tuple(r for r in _RECORDS if r not in _PACKET_RECORDS),
+        link_failures=False,
+        flow_models=("max_min", "open_loop"),
+        workloads=_WORKLOADS,
+        packet_budget=False,
+        memory_terms=flow_engine_terms,
+    )
+)
+PACKET = register_engine(
+    EngineCapabilities(
+        name="packet",
+        build=_build_packet,
+        reads=PACKET_KEYS,
+        policies=Registered("lb.policy", "packet"),
+        spraying_types=Registered("nic.packet_spraying_type", "packet"),
+        switch_methods=Registered("switch.load_balancing_method", "packet"),
+        records=_RECORDS,
+        link_failures=True,
+        flow_models=(),
+        workloads=_WORKLOADS,
+        packet_budget=True,
+        memory_terms=packet_engine_terms,
+    )
+)
 
 
 def _why(key: str, value: str) -> str | None:
@@ -331,7 +444,8 @@ def check_supported(sc: Scenario, engine: str) -> None:
 
 def _check_keys_read(sc: Scenario, caps: EngineCapabilities) -> None:
     """Refuse the first key the user set explicitly that ``caps``' engine does not read."""
-    for key in sorted(k for k in sc.user_keys if k in caps.unread_keys):
+    unread = caps.unread_keys or ()
+    for key in sorted(k for k in sc.user_keys if k in unread):
         if explicit(sc, key):
             readers = key_engines(key) or tuple(ENGINES)
             raise EngineRefusal(

@@ -1,9 +1,12 @@
 """Run a scenario on an engine and assemble the :class:`~fabricsim.metrics.Result`.
 
-One run: fabric -> router -> workload -> policy -> engine -> summarizers.  The experiments
+One run: fabric -> router -> workload -> policy -> engine -> summarizers.  :func:`build` is the
+one pipeline up to the engine (the checks, the budget, the flows, the policy with its rate caps,
+the registered engine's builder); :func:`run` runs what it builds, and tools and tests that want
+the engine itself call :func:`build_engine`.  The experiments
 (:mod:`~fabricsim.experiments.compare`, :mod:`~fabricsim.experiments.study`,
-:mod:`~fabricsim.experiments.sweep`) call :func:`run` once per run spec;
-:mod:`fabricsim.runner` is this module under its older name (``fabricsim.run`` is :func:`run`).
+:mod:`~fabricsim.experiments.sweep`) call :func:`run` once per run spec (``fabricsim.run`` is
+:func:`run`).
 """
 
 from __future__ import annotations
@@ -12,22 +15,26 @@ import functools
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
 from fabricsim import workloads
 from fabricsim.config.loader import load_scenario
-from fabricsim.config.models import Scenario
+from fabricsim.config.models import EngineConfig, Scenario
 from fabricsim.engine_api import EngineOutput, wire_bytes
 from fabricsim.experiments.budget import check_budget
 from fabricsim.experiments.engines import ENGINES as _REGISTRY
-from fabricsim.experiments.engines import check_flows_supported, check_supported
-from fabricsim.flowsim.engine import FlowEngine
-from fabricsim.flowsim.open_loop import OpenLoopEngine
+from fabricsim.experiments.engines import (
+    Engine,
+    capabilities,
+    check_flows_supported,
+    check_supported,
+)
 from fabricsim.lb import PolicyContext, make_policy
-from fabricsim.lb.base import with_rate_caps
+from fabricsim.lb.base import PathPolicy, with_rate_caps
 from fabricsim.metrics import workload_summaries  # noqa: F401  (registers the summarizers)
 from fabricsim.metrics.results import Columns, Result, percentiles
 from fabricsim.metrics.summaries import (
@@ -36,13 +43,13 @@ from fabricsim.metrics.summaries import (
     not_completed_warning,
     summarizers_for,
 )
-from fabricsim.packetsim.engine import PacketEngine
 from fabricsim.rng import stream
 from fabricsim.routing.router import Router
 from fabricsim.topology import Fabric, fabric_for
 from fabricsim.workloads.base import FlowTable
 
-ENGINES = tuple(_REGISTRY)  # the registered engines' names (--engine)
+ENGINES = _REGISTRY  # the registered engines by name (--engine), live: a later registration counts
+_ENGINE_KINDS = get_args(EngineConfig.model_fields["kind"].annotation)  # engine.kind's values
 
 
 def fabric_of(sc: Scenario) -> Fabric:
@@ -85,6 +92,43 @@ def expected_end_s(fabric: Fabric, flows: FlowTable) -> float:
     return float(np.max(flows.start_s)) + (busiest * 8 / rate if rate > 0 else 0.0)
 
 
+@dataclass(eq=False)
+class Built:
+    """One run up to its engine: what :func:`build` made, the engine not yet run."""
+
+    sc: Scenario
+    """The scenario as run (``engine.kind`` set to the engine)."""
+    engine_name: str
+    fabric: Fabric
+    router: Router
+    flows: FlowTable
+    policy: PathPolicy
+    """The path policy with its per-flow rate caps; its hooks are bound to :attr:`engine`."""
+    engine: Engine
+
+
+def _build_engine(
+    sc: Scenario, engine: str, fabric: Fabric, router: Router, flows: FlowTable
+) -> tuple[Engine, PathPolicy]:
+    """The registered engine's builder on a new policy (rate caps, hooks bound)."""
+    ctx = PolicyContext(sc, fabric, router, flows, stream(sc.seed, "policy"))
+    policy = with_rate_caps(make_policy(ctx), flows)  # per-flow pacing caps (rate_based)
+    eng = capabilities(engine).build(sc, fabric, router, flows, policy)
+    ctx.hooks = eng
+    return eng, policy
+
+
+def _execute(
+    eng: Engine, policy: PathPolicy, fabric: Fabric, flows: FlowTable, progress: Progress | None
+) -> EngineOutput:
+    if progress is not None and hasattr(eng, "progress"):  # the open-loop engine has no loop
+        expected = expected_end_s(fabric, flows)
+        eng.progress = lambda now_s: progress(now_s, expected)
+    out = eng.run()
+    out.summary.update(policy.summary())
+    return out
+
+
 def _run_engine(
     sc: Scenario,
     engine: str,
@@ -93,23 +137,43 @@ def _run_engine(
     flows: FlowTable,
     progress: Progress | None = None,
 ) -> EngineOutput:
-    ctx = PolicyContext(sc, fabric, router, flows, stream(sc.seed, "policy"))
-    policy = with_rate_caps(make_policy(ctx), flows)  # per-flow pacing caps (rate_based)
-    if engine == "flow" and sc.engine.flow_model == "open_loop":
-        eng: Any = OpenLoopEngine(sc, fabric, router, flows, policy)
-    elif engine == "flow":
-        eng = FlowEngine(sc, fabric, router, flows, policy)
-    else:
-        eng = PacketEngine(sc, fabric, router, flows, policy)
-    ctx.hooks = eng
-    if progress is not None and hasattr(
-        eng, "progress"
-    ):  # the open-loop engine has no loop to watch
-        expected = expected_end_s(fabric, flows)
-        eng.progress = lambda now_s: progress(now_s, expected)
-    out: EngineOutput = eng.run()
-    out.summary.update(policy.summary())
-    return out
+    """Build and run ``engine`` on these flows (a summarizer's rerun of other flows too)."""
+    eng, policy = _build_engine(sc, engine, fabric, router, flows)
+    return _execute(eng, policy, fabric, flows, progress)
+
+
+def build(scenario: str | Path | dict[str, Any] | Scenario, engine: str | None = None) -> Built:
+    """The one pipeline up to the engine, as :func:`run` runs it (for runs, tools and tests).
+
+    The engine's declaration is checked (:func:`check_engine`), the memory budget
+    (:func:`~fabricsim.experiments.budget.check_budget`) before anything is allocated, the
+    flows are generated and bounded (``engine.max_packets``), the policy gets its rate caps
+    and the registered builder makes the engine, the policy's hooks bound to it.  Call the
+    engine's ``run()`` once for its output.
+
+    >>> b = build("ecmp-collision", "packet")
+    >>> b.engine_name, len(b.flows), type(b.engine).__name__
+    ('packet', 8, 'PacketEngine')
+    """
+    sc = load_scenario(scenario)
+    engine = engine or sc.engine.kind
+    check_engine(sc, engine)
+    check_budget(sc, engine)  # before anything is allocated
+    if engine != sc.engine.kind and engine in _ENGINE_KINDS:  # the workload may depend on
+        sc = sc.with_overrides({"engine.kind": engine})  # the engine (e.g. MoE pacing)
+    fabric = fabric_of(sc)
+    router = router_of(sc, fabric)
+    flows = workloads.generate(sc, fabric)
+    check_flows_supported(sc, engine, flows)  # engine.max_packets, before the engine allocates
+    eng, policy = _build_engine(sc, engine, fabric, router, flows)
+    return Built(sc, engine, fabric, router, flows, policy, eng)
+
+
+def build_engine(
+    scenario: str | Path | dict[str, Any] | Scenario, engine: str | None = None
+) -> Any:
+    """The engine :func:`build` makes (its policy's hooks bound); call ``run()`` once."""
+    return build(scenario, engine).engine
 
 
 def run(
@@ -125,7 +189,8 @@ def run(
     scenario
         Built-in name, YAML path, dict, or :class:`Scenario`.
     engine
-        ``"flow"`` or ``"packet"``; default: the scenario's ``engine.kind``.
+        A registered engine (``"flow"`` or ``"packet"``); default: the scenario's
+        ``engine.kind``.
     progress
         Called as ``progress(simulated_s, expected_end_s)`` every 0.1 s or so of wall time
         while the engine runs, and once at its end (the results do not depend on it).
@@ -137,18 +202,10 @@ def run(
     (8, 8)
     """
     wall0 = time.perf_counter()
-    sc = load_scenario(scenario)
-    engine = engine or sc.engine.kind
-    check_engine(sc, engine)
-    check_budget(sc, engine)  # before anything is allocated
-    if engine != sc.engine.kind:  # the workload may depend on the engine (e.g. MoE pacing)
-        sc = sc.with_overrides({"engine.kind": engine})
-    fabric = fabric_of(sc)
-    router = router_of(sc, fabric)
-    flows = workloads.generate(sc, fabric)
-    check_flows_supported(sc, engine, flows)  # engine.max_packets, before the engine allocates
-    out = _run_engine(sc, engine, fabric, router, flows, progress)
-    return _assemble(sc, engine, fabric, router, flows, out, time.perf_counter() - wall0)
+    b = build(scenario, engine)
+    out = _execute(b.engine, b.policy, b.fabric, b.flows, progress)
+    wall = time.perf_counter() - wall0
+    return _assemble(b.sc, b.engine_name, b.fabric, b.router, b.flows, out, wall)
 
 
 def _assemble(

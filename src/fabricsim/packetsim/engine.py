@@ -37,14 +37,12 @@ from typing import Any
 
 import numpy as np
 
-from fabricsim import workloads
 from fabricsim.cc import CcParams, make_cc
 from fabricsim.config.models import Scenario
 from fabricsim.config.roce import dcqcn_ecn_bytes, pause_ps, pfc_thresholds
 from fabricsim.engine_api import ROUTE_KEY_HOSTS, EngineOutput, collector_paused, wire_bytes
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.flowsim.engine import slowest_rate_bps
-from fabricsim.lb import PolicyContext, make_policy
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
 from fabricsim.lb.repath import REPATHING, count_repaths
 from fabricsim.lb.reps import exploration_window_packets
@@ -67,7 +65,6 @@ from fabricsim.packetsim.core import (
 from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_member_choices
 from fabricsim.rng import stream
 from fabricsim.routing.router import Router
-from fabricsim.topology.builders import fabric_for
 from fabricsim.topology.fabric import NIC, NVSWITCH, Fabric
 from fabricsim.transport import transport_for
 from fabricsim.units import (
@@ -289,21 +286,6 @@ class PacketEngine:
         self.routes.nics.extend(n.receive for n in nics)
         self.routes.nic_ctrl.extend(n.receive_ctrl for n in nics)
         return nics
-
-    @classmethod
-    def from_scenario(cls, sc: Scenario) -> PacketEngine:
-        """An engine for ``sc`` built as :func:`fabricsim.run` builds it (for tests and tools).
-
-        The policy's engine hooks are bound; call :meth:`run` (once) for the output.
-        """
-        fabric = fabric_for(sc.topology)
-        router = Router.for_scenario(sc, fabric)
-        flows = workloads.generate(sc, fabric)
-        ctx = PolicyContext(sc, fabric, router, flows, stream(sc.seed, "policy"))
-        policy = make_policy(ctx)
-        engine = cls(sc, fabric, router, flows, policy)
-        ctx.hooks = engine
-        return engine
 
     # -- construction ------------------------------------------------------------------------
     def _horizon_ps(self) -> int:

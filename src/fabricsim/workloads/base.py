@@ -8,10 +8,11 @@ of bytes in ``1..MAX_MESSAGE_BYTES``, each start time finite in ``0..MAX_TIME_S`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -187,17 +188,76 @@ def check_total_bytes(size: np.ndarray, where: str, what: str = "flows") -> None
 
 
 WorkloadBuilder = Callable[[Scenario, Fabric], FlowTable]
-_REGISTRY: dict[str, WorkloadBuilder] = {}
+"""``generate(sc, fabric)``: the flow table of one workload kind."""
 
 
-def register(kind: str) -> Callable[[WorkloadBuilder], WorkloadBuilder]:
-    """Register the builder of ``workload.kind``."""
+class FabricCounts(Protocol):
+    """What a kind's budget terms read of the fabric, counted from the config alone."""
+
+    hosts: int
+    leaves: int
+
+
+@dataclass
+class WorkloadLoad:
+    """A workload's load from the config alone, for the memory budget: flows, bytes, host
+    pairs, MoE matrix and prompt-table entries (``None``: unknown before reading a file)."""
+
+    flows: int = 0
+    bytes_total: float | None = 0.0
+    busiest: float | None = 0.0  # bytes the most loaded host sends or receives
+    last_start_s: float = 0.0
+    pairs: int = 0  # distinct (src, dst) host pairs, at most
+    matrix: float = 0.0  # MoE matrix entries
+    prompt_table: float = 0.0  # kv_cache rank-Zipf table entries
+    notes: list[str] = field(default_factory=list)
+    flows_key: tuple[str, Any] | None = None
+    """The key (and its value as shown) that sets the flow count (None: the fabric's size),
+    named when the flows' memory is over the budget."""
+    packets_key: tuple[str, Any] | None = None
+    """The key that sets the packets (None: the fabric's size)."""
+
+
+BudgetTerms = Callable[[Any, FabricCounts], WorkloadLoad]
+"""``budget(workload, fabric_counts)``: the kind's :class:`WorkloadLoad` from its config."""
+
+
+@dataclass(frozen=True)
+class WorkloadKind:
+    """One ``workload.kind``'s registration: its model, its generator and its budget terms."""
+
+    kind: str
+    model: type[Any]
+    """Its pydantic model (:mod:`fabricsim.config.workloads`, one member of the union)."""
+    generate: WorkloadBuilder
+    budget: BudgetTerms
+    """What :func:`fabricsim.experiments.budget.estimate` prices for it."""
+
+
+_REGISTRY: dict[str, WorkloadKind] = {}
+
+
+def register(
+    kind: str, *, model: type[Any], budget: BudgetTerms
+) -> Callable[[WorkloadBuilder], WorkloadBuilder]:
+    """Register ``workload.kind`` = ``kind``: its model, the decorated generator, its budget.
+
+    The model must be the one whose ``kind`` is ``kind`` (the config's union member).
+    """
+    declared = model.model_fields["kind"].default
+    if declared != kind:
+        raise ValueError(f"workload kind {kind!r}: its model {model.__name__} is {declared!r}")
 
     def deco(fn: WorkloadBuilder) -> WorkloadBuilder:
-        _REGISTRY[kind] = fn
+        _REGISTRY[kind] = WorkloadKind(kind, model, fn, budget)
         return fn
 
     return deco
+
+
+def unregister(kind: str) -> None:
+    """Remove a registered kind (a test's)."""
+    _REGISTRY.pop(kind, None)
 
 
 def registered_workloads() -> tuple[str, ...]:
@@ -205,12 +265,35 @@ def registered_workloads() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
+def workload_kind(kind: str) -> WorkloadKind | None:
+    """The registration of ``kind`` (None: not registered)."""
+    return _REGISTRY.get(kind)
+
+
+def harmonic(n: float, a: float) -> float:
+    """``sum(r ** -a for r in 1..n)``: 64 terms exactly, the tail by Euler-Maclaurin (< 1e-6).
+
+    >>> round(harmonic(3, 1.0), 6), abs(harmonic(1000, 1.0) - sum(1 / r for r in range(1, 1001))) < 1e-6
+    (1.833333, True)
+    """
+    head = float(sum(r**-a for r in range(1, int(min(n, 64)) + 1)))
+    if n <= 64:
+        return head
+    m = 65.0
+    if abs(a - 1.0) < 1e-12:
+        integral = math.log(n) - math.log(m)
+    else:
+        integral = (n ** (1 - a) - m ** (1 - a)) / (1 - a)
+    ends = (m**-a + n**-a) / 2 + a * (m ** (-a - 1) - n ** (-a - 1)) / 12
+    return head + integral + ends
+
+
 def generate(sc: Scenario, fabric: Fabric) -> FlowTable:
     """Build the scenario's flow table on ``fabric``; refuse flows outside the input bounds."""
     kind = sc.workload.kind
     if kind not in _REGISTRY:
         raise ConfigError(f"workload.kind: '{kind}' is not available yet in this build")
-    table = _REGISTRY[kind](sc, fabric)
+    table = _REGISTRY[kind].generate(sc, fabric)
     table.check_hosts(fabric)
     where = f"workload ({kind})"
     checked_sizes(table.size_bytes, where)

@@ -16,7 +16,7 @@ from fabricsim.config.models import Scenario
 from fabricsim.config.workloads import CollectiveWorkload
 from fabricsim.errors import ConfigError
 from fabricsim.topology.fabric import Fabric
-from fabricsim.workloads.base import FlowTable, register
+from fabricsim.workloads.base import FabricCounts, FlowTable, WorkloadLoad, register
 
 
 def _hosts(wl: CollectiveWorkload, fabric: Fabric) -> np.ndarray:
@@ -33,7 +33,24 @@ def _hosts(wl: CollectiveWorkload, fabric: Fabric) -> np.ndarray:
     return hosts
 
 
-@register("collective")
+def collective_load(wl: CollectiveWorkload, fab: FabricCounts) -> WorkloadLoad:
+    """Budget terms: every step's chunk between its pairs."""
+    n = len(wl.hosts) if wl.hosts is not None else fab.hosts
+    chunk = float(max(1, wl.size_bytes // max(n, 1)))
+    steps = 2 * (n - 1) if wl.op == "ring_allreduce" else n - 1
+    flows = steps * n
+    return WorkloadLoad(
+        flows=flows,
+        pairs=n if wl.op == "ring_allreduce" else n * (n - 1),
+        bytes_total=flows * chunk,
+        busiest=steps * chunk,
+        last_start_s=float(wl.start_s),
+        flows_key=None if wl.hosts is None else ("workload.hosts", f"[{len(wl.hosts)} hosts]"),
+        packets_key=("workload.size_bytes", wl.size_bytes),
+    )
+
+
+@register("collective", model=CollectiveWorkload, budget=collective_load)
 def collective(sc: Scenario, fabric: Fabric) -> FlowTable:
     wl = sc.workload
     assert isinstance(wl, CollectiveWorkload)

@@ -17,7 +17,7 @@ QPS and under every path policy, and the arrival times at QPS ``q`` are those at
 Examples
 --------
 >>> from fabricsim.config import load_scenario
->>> from fabricsim.runner import fabric_of
+>>> from fabricsim.experiments.runner import fabric_of
 >>> sc = load_scenario("ark").with_overrides({"workload.requests": 4})
 >>> table = kv_cache(sc, fabric_of(sc))
 >>> int(table.size_bytes[0]) == int(table.extra["prompt_tokens"][0]) * 131_072
@@ -28,6 +28,8 @@ True
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from fabricsim.config.catalog import get_model
@@ -37,7 +39,7 @@ from fabricsim.errors import ConfigError
 from fabricsim.rng import stream
 from fabricsim.topology.fabric import Fabric
 from fabricsim.workloads.arrivals import poisson_arrivals, random_pairs
-from fabricsim.workloads.base import FlowTable, register
+from fabricsim.workloads.base import FabricCounts, FlowTable, WorkloadLoad, harmonic, register
 from fabricsim.workloads.gpu_latency import GpuLatencyModel, TableGpuModel, default_gpu_model
 from fabricsim.workloads.prompts import FixedLength, RankZipf, load_prompt_trace
 
@@ -116,7 +118,39 @@ def gpu_model_of(wl: KvCacheWorkload) -> GpuLatencyModel:
     return default_gpu_model(wl.model, wl.gpu)
 
 
-@register("kv_cache")
+def rank_zipf_mean(lo: int, hi: int, theta: float) -> float:
+    """Mean prompt of the rank-Zipf law on ``lo..hi`` (see :class:`RankZipf`)."""
+    n = hi - lo + 1
+    return lo - 1 + harmonic(n, theta - 1) / harmonic(n, theta)
+
+
+def kv_cache_load(wl: KvCacheWorkload, fab: FabricCounts) -> WorkloadLoad:
+    """Budget terms: one KV-cache flow per request, the prompt law's mean bytes each."""
+    requests = ("workload.requests", wl.requests)
+    load = WorkloadLoad(flows_key=requests, packets_key=requests)
+    hosts = fab.hosts
+    n = int(wl.requests)
+    per_token = float(wl.kv_bytes_per_token or get_model(wl.model).kv_bytes_per_token)
+    if wl.prompt == "zipf":
+        lo, hi = int(wl.prompt_min_tokens), int(wl.prompt_max_tokens)
+        tokens = rank_zipf_mean(lo, hi, float(wl.prompt_theta))
+        load.prompt_table = float(hi - lo + 1)
+    elif wl.prompt == "fixed":
+        tokens = float(wl.prompt_tokens)
+    else:
+        tokens = float(wl.prompt_max_tokens)
+        load.notes.append("workload.prompt=trace: prompts counted as workload.prompt_max_tokens")
+    decode = len(wl.decode_hosts) if wl.decode_hosts else hosts - hosts // 2
+    prefill = len(wl.prefill_hosts) if wl.prefill_hosts else hosts // 2
+    load.flows = n
+    load.pairs = min(n, max(decode, 1) * max(prefill, 1))
+    load.bytes_total = n * tokens * per_token
+    load.busiest = load.bytes_total * min(1.0, 2.0 / max(min(decode, prefill), 1))
+    load.last_start_s = (n + 4 * math.sqrt(n) + 4) / float(wl.qps)
+    return load
+
+
+@register("kv_cache", model=KvCacheWorkload, budget=kv_cache_load)
 def kv_cache(sc: Scenario, fabric: Fabric) -> FlowTable:
     """Build the KV-cache flow table: one flow per request, in arrival order.
 

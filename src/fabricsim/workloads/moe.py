@@ -43,7 +43,7 @@ from fabricsim.engine_api import wire_bytes_array
 from fabricsim.errors import ConfigError
 from fabricsim.rng import stream
 from fabricsim.topology.fabric import Fabric
-from fabricsim.workloads.base import FlowTable, register
+from fabricsim.workloads.base import FabricCounts, FlowTable, WorkloadLoad, harmonic, register
 from fabricsim.workloads.chakra import chakra_matrix
 from fabricsim.workloads.matrix import check_matrix, load_matrix
 
@@ -367,7 +367,44 @@ def _file_matrix(wl: MoeWorkload, n: int) -> np.ndarray:
     return d
 
 
-@register("moe")
+def moe_load(wl: MoeWorkload, fab: FabricCounts) -> WorkloadLoad:
+    """Budget terms: the matrix's flows and bytes (a file's bytes are unknown until read)."""
+    load = WorkloadLoad(
+        last_start_s=float(wl.start_s),
+        flows_key=("workload.gpus", wl.gpus) if wl.gpus else None,
+        packets_key=("workload.tokens_per_gpu", wl.tokens_per_gpu),
+    )
+    if wl.matrix == "pure_zipf":
+        n = int(wl.gpus or fab.hosts // 2)
+        total = float(wl.total_bytes_per_sender)
+        load.flows = load.pairs = n * n
+        load.matrix = float(n * n)
+        load.bytes_total = n * total
+        load.busiest = max(total, n * total / harmonic(max(n, 1), 1.0))
+        return load
+    n = int(wl.gpus or fab.hosts)
+    load.matrix = float(n * n)
+    if wl.matrix != "zipf":
+        load.flows = load.pairs = n * n
+        load.bytes_total = load.busiest = None
+        load.notes.append(f"workload.matrix={wl.matrix}: bytes unknown before reading the file")
+        return load
+    base = PRESETS[wl.model] if wl.model else GENERIC
+    top_k = int(wl.top_k or base.top_k)
+    token_bytes = float(
+        (wl.hidden_size or base.hidden_size) * (wl.bytes_per_element or base.bytes_per_element)
+    )
+    tokens = int(wl.tokens_per_gpu)
+    outside = max(n - min(int(wl.gpus_per_server), n), 1)  # GPUs outside a sender's server
+    per_sender = min(outside, tokens * min(top_k, n))
+    load.flows = load.pairs = n * max(per_sender, 1)
+    load.bytes_total = n * tokens * min(top_k, n) * token_bytes
+    load.busiest = max(tokens * min(top_k, n), n * tokens) * token_bytes
+    load.matrix += min(n * tokens * top_k, 2_000_000)  # one batch of sampled tokens
+    return load
+
+
+@register("moe", model=MoeWorkload, budget=moe_load)
 def moe(sc: Scenario, fabric: Fabric) -> FlowTable:
     """Build the dispatch: one flow per non-zero matrix entry, all at ``start_s``."""
     wl = sc.workload

@@ -9,7 +9,7 @@ from fabricsim.config.workloads import IncastWorkload, LeafToLeafWorkload, Permu
 from fabricsim.errors import ConfigError
 from fabricsim.rng import stream
 from fabricsim.topology.fabric import Fabric
-from fabricsim.workloads.base import FlowTable, register
+from fabricsim.workloads.base import FabricCounts, FlowTable, WorkloadLoad, register
 
 
 def random_derangement(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -22,7 +22,20 @@ def random_derangement(rng: np.random.Generator, n: int) -> np.ndarray:
             return perm
 
 
-@register("permutation")
+def permutation_load(wl: PermutationWorkload, fab: FabricCounts) -> WorkloadLoad:
+    """Budget terms: one message per host."""
+    hosts = fab.hosts
+    return WorkloadLoad(
+        flows=hosts,
+        pairs=hosts,
+        bytes_total=float(hosts) * wl.size_bytes,
+        busiest=float(wl.size_bytes),
+        last_start_s=float(wl.start_s),
+        packets_key=("workload.size_bytes", wl.size_bytes),
+    )
+
+
+@register("permutation", model=PermutationWorkload, budget=permutation_load)
 def permutation(sc: Scenario, fabric: Fabric) -> FlowTable:
     wl = sc.workload
     assert isinstance(wl, PermutationWorkload)
@@ -31,7 +44,22 @@ def permutation(sc: Scenario, fabric: Fabric) -> FlowTable:
     return FlowTable.build(sc, np.arange(n), dst, np.full(n, wl.size_bytes), np.full(n, wl.start_s))
 
 
-@register("incast")
+def incast_load(wl: IncastWorkload, fab: FabricCounts) -> WorkloadLoad:
+    """Budget terms: ``senders`` messages into one receiver."""
+    n = max(1, min(int(wl.senders), fab.hosts - 1))
+    total = float(n) * wl.size_bytes
+    return WorkloadLoad(
+        flows=n,
+        pairs=n,
+        bytes_total=total,
+        busiest=total,
+        last_start_s=float(wl.start_s),
+        flows_key=("workload.senders", wl.senders),
+        packets_key=("workload.size_bytes", wl.size_bytes),
+    )
+
+
+@register("incast", model=IncastWorkload, budget=incast_load)
 def incast(sc: Scenario, fabric: Fabric) -> FlowTable:
     wl = sc.workload
     assert isinstance(wl, IncastWorkload)
@@ -51,7 +79,21 @@ def incast(sc: Scenario, fabric: Fabric) -> FlowTable:
     )
 
 
-@register("leaf_to_leaf")
+def leaf_to_leaf_load(wl: LeafToLeafWorkload, fab: FabricCounts) -> WorkloadLoad:
+    """Budget terms: one message per sending host of the leaf."""
+    per_leaf = fab.hosts // max(fab.leaves, 1)
+    n = max(1, min(int(wl.hosts or per_leaf), per_leaf))
+    return WorkloadLoad(
+        flows=n,
+        pairs=n,
+        bytes_total=float(n) * wl.size_bytes,
+        busiest=float(wl.size_bytes),
+        last_start_s=float(wl.start_s),
+        packets_key=("workload.size_bytes", wl.size_bytes),
+    )
+
+
+@register("leaf_to_leaf", model=LeafToLeafWorkload, budget=leaf_to_leaf_load)
 def leaf_to_leaf(sc: Scenario, fabric: Fabric) -> FlowTable:
     wl = sc.workload
     assert isinstance(wl, LeafToLeafWorkload)
