@@ -15,6 +15,7 @@ from fabricsim.config.roce import dcqcn_ecn_bytes
 from fabricsim.engine_api import DATA
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.experiments.engines import check_supported
+from fabricsim.experiments.runner import build_engine
 from fabricsim.packetsim.core import Packet, Port, Sim
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -347,15 +348,12 @@ def test_roce_sr_needs_no_pfc_and_resends_only_what_was_lost():
 
 
 def test_roce_sr_keeps_new_psns_within_a_bdp_of_the_first_unacknowledged():
-    from fabricsim.packetsim.engine import PacketEngine
     from fabricsim.transport.roce_sr import RoceSrPdc
 
     res = _incast("roce_sr")
     nics = res.json_records["uet_transport_stats"]["nics"].values()
     held = max(n["max_out_of_order_on_flow"] for n in nics)
-    eng = PacketEngine.from_scenario(
-        load_scenario(INCAST).with_overrides({"nic.transport": "roce_sr"})
-    )
+    eng = build_engine(load_scenario(INCAST).with_overrides({"nic.transport": "roce_sr"}), "packet")
     assert eng._pdc_class is RoceSrPdc and eng.env.window_cap_bdp == 1.0
     bdp = 100 * GBPS / 8 * eng.base_rtt_ps / 1e12
     cap = -(-bdp // (eng.mss + eng.hdr))
@@ -364,21 +362,19 @@ def test_roce_sr_keeps_new_psns_within_a_bdp_of_the_first_unacknowledged():
 
 
 def test_roce_sr_defaults_and_its_rto():
-    from fabricsim.packetsim.engine import PacketEngine
 
     sc = load_scenario(INCAST).with_overrides({"nic.transport": "roce_sr"})
     assert not sc.switch.pfc and sc.nic.cc == "dcqcn" and not sc.switch.trimming
-    lossy = PacketEngine.from_scenario(sc).rto_ps
-    over_pfc = PacketEngine.from_scenario(sc.with_overrides({"switch.pfc": True})).rto_ps
+    lossy = build_engine(sc, "packet").rto_ps
+    over_pfc = build_engine(sc.with_overrides({"switch.pfc": True}), "packet").rto_ps
     assert lossy < 4000 * US <= over_pfc  # RoCE's 4 ms floor only over PFC
 
 
 def test_roce_selective_retransmit_is_roce_sr_recovery_without_its_window():
-    from fabricsim.packetsim.engine import PacketEngine
     from fabricsim.transport.roce_sr import RoceSrNic, RoceSrPdc
 
     sc = load_scenario(INCAST).with_overrides({"nic.roce.retransmit": "selective"})
-    eng = PacketEngine.from_scenario(sc)
+    eng = build_engine(sc, "packet")
     assert eng._pdc_class is RoceSrPdc and isinstance(eng.nics[0], RoceSrNic)
     assert eng.env.window_cap_bdp == 0.0 and sc.switch.pfc
 
