@@ -9,12 +9,13 @@ import pytest
 
 import fabricsim
 from fabricsim.config import TopologyConfig
+from fabricsim.engine_api import DATA, HDR
 from fabricsim.errors import ConfigError
 from fabricsim.lb.switch import least_loaded
 from fabricsim.lb.switch_adaptive import AdaptiveChoice
 from fabricsim.lb.switch_flowlet import FlowletChoice
 from fabricsim.lb.switch_spray import SprayChoice
-from fabricsim.packetsim.core import DATA, HDR, Packet, Port, Sim
+from fabricsim.packetsim.calendar import Sim
 from fabricsim.packetsim.engine import PacketEngine
 from fabricsim.packetsim.forwarding import (
     Decider,
@@ -22,6 +23,8 @@ from fabricsim.packetsim.forwarding import (
     RouteTable,
     make_member_choices,
 )
+from fabricsim.packetsim.packets import Packet
+from fabricsim.packetsim.ports import Port
 from fabricsim.routing.router import Router
 from fabricsim.topology import build_fabric
 
