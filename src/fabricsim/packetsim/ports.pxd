@@ -40,7 +40,7 @@ cdef class Port(Element):
     @cython.locals(size=cython.longlong, t=cython.longlong, h=cython.longlong)
     cpdef send(self, Packet pkt, long long now)
     @cython.locals(pkt=Packet, nxt=Packet, size=cython.longlong, t=cython.longlong,
-                   h=cython.longlong, q=cython.longlong, pfc=Pfc, up=Pfc)
+                   h=cython.longlong, q=cython.longlong, up=Pfc)
     cpdef complete(self, object _)
     cpdef restart(self)
     cpdef wake(self)

@@ -317,12 +317,11 @@ class Port(Element):
                 if not pkt.ecn:
                     self.marks += 1
                 pkt.ecn = True
-            pfc = self.pfc
-            if pfc is not None:
+            if self.pfc is not None:  # (no local: a lossy port takes no reference)
                 up = pkt.prev
                 if up is not None:
                     up.release(pkt.size)
-                pkt.prev = pfc
+                pkt.prev = self.pfc
         # perf: send() inlined
         size = pkt.size
         t = self.sim.now + (size * self.ppb if self.ppb else self.ser_ps(size))
