@@ -473,3 +473,20 @@ def test_a_failed_lossless_port_leaves_pfc_and_keeps_its_counters():
     assert down.pfc is None and down.pfc_kept is not None
     assert up.pfc.ing == held - 2 * 4184  # what waited at ``down`` is released (not the first)
     assert down.pfc_pauses == 1 and down.paused_ps(sim.now) == 50_000
+
+
+def test_sim_holds_an_events_objects_only_while_it_is_pending():
+    """The calendar's slots take a reference to each callback and argument and give it back
+    when the event runs (compiled: the in-place put/take of calendar.pxd)."""
+    import sys
+
+    sim, out = Sim(), []
+    fn, arg = out.append, object()
+    before = sys.getrefcount(fn), sys.getrefcount(arg)
+    for t in range(100):
+        sim.at(t, fn, arg)
+    assert sys.getrefcount(arg) == before[1] + 100
+    sim.run(10**6)
+    assert len(out) == 100 and sim.pending_args() == []
+    out.clear()
+    assert (sys.getrefcount(fn), sys.getrefcount(arg)) == before
