@@ -16,7 +16,10 @@ import sys
 
 COMPILED = (
     "fabricsim.routing.mix",
-    "fabricsim.packetsim.core",
+    "fabricsim.packetsim.pfc",
+    "fabricsim.packetsim.packets",
+    "fabricsim.packetsim.calendar",
+    "fabricsim.packetsim.ports",
     "fabricsim.cc.base",
     "fabricsim.cc.nscc",
     "fabricsim.cc.dcqcn",

@@ -77,7 +77,8 @@ def test_fixed_rto_retries_at_a_constant_interval():
 def _nic_with(ctrl_per_data, ctrl, data):
     """Host 0's NIC of a small engine with ``ctrl`` control packets queued (tagged by PSN)
     and, if ``data``, one PDC with data to send; the scheduler's pulls by tag (``d``: data)."""
-    from fabricsim.packetsim.core import ACK, Packet
+    from fabricsim.engine_api import ACK
+    from fabricsim.packetsim.packets import Packet
 
     sc = fabricsim.load_scenario("incast").with_overrides(
         {"topology.k": 4, "workload.senders": 3, "nic.control_per_data": ctrl_per_data}

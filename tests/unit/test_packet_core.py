@@ -1,4 +1,4 @@
-"""Event loop, ports and route cache of the packet engine's hot path (packetsim/core.py)."""
+"""Event loop, ports and route cache of the packet engine's hot path (packetsim/calendar.py, packets.py, ports.py, pfc.py)."""
 
 from pathlib import Path
 
@@ -6,9 +6,12 @@ import numpy as np
 import pytest
 
 from fabricsim.config import TopologyConfig, load_scenario
+from fabricsim.engine_api import ACK, DATA, HDR
 from fabricsim.nic.pdc import TxQueue
-from fabricsim.packetsim.core import ACK, DATA, HDR, Packet, Port, Sim
+from fabricsim.packetsim.calendar import Sim
 from fabricsim.packetsim.forwarding import EcmpForwarding, RouteTable
+from fabricsim.packetsim.packets import Packet
+from fabricsim.packetsim.ports import Port
 from fabricsim.routing.hashing import FIVE_TUPLE, QP_SHIFT
 from fabricsim.routing.router import Router
 from fabricsim.topology import build_fabric
@@ -402,3 +405,88 @@ def test_tx_queue_keeps_its_order_across_wrap_and_growth():
     while q.n:
         assert (q.first(0), q.first(1), q.first(2), q.first(3)) == want.pop(0)
         q.pop()
+
+
+# -- PFC: a component a lossless port holds -----------------------------------------------------
+def _lossless_pair(sim, xoff=10_000, xon=5_000, room=5_000):
+    """An upstream port (its link's ingress is PFC's) feeding a downstream one, both lossless."""
+    sink = Sink(sim)
+    up, down = make_port(sim), make_port(sim)
+    for p in (up, down):
+        p.set_pfc(xoff, xon, room, 100_000_000)
+    return up, down, sink
+
+
+def test_a_lossy_port_holds_no_pfc_and_its_packets_carry_none():
+    sim = Sim()
+    port, sink = make_port(sim), Sink(sim)
+    assert port.pfc is None and port.pfc_kept is None
+    for psn in range(3):
+        port.receive(pkt_for(port, sink, psn))
+    sim.run(10**9)
+    assert [g[2] for g in sink.got] == [0, 1, 2]
+    assert (port.pfc_pauses, port.paused_ps(sim.now), port.peak_ing, port.xoff) == (0, 0, 0, 0)
+
+
+def test_a_lossless_port_accounts_the_ingress_it_came_over_and_pauses_it():
+    sim = Sim()
+    up, down, sink = _lossless_pair(sim)
+    assert up.pfc is not None and up.pfc.port is up and up.cap == 1 << 62
+    pkts = []
+    for psn in range(4):  # the downstream port is busy after the first: three wait there
+        pkt = pkt_for(down, sink, psn)
+        pkt.prev = up.pfc  # as if ``up`` had sent them
+        pkts.append(pkt)
+        down.receive(pkt)
+    assert up.pfc.ing == 3 * 4184 and up.peak_ing == 3 * 4184  # past XOFF (10 kB)
+    assert up.pfc.xoff_sent and not up.paused  # the XOFF is on its way (a link delay)
+    sim.run(down.delay_ps + 1)
+    assert up.paused and up.pfc_pauses == 1
+    sim.run(10**9)
+    assert up.pfc.ing == 0 and not up.pfc.xoff_sent and not up.paused  # XON once drained
+    assert [g[2] for g in sink.got] == [0, 1, 2, 3] and down.drops == 0
+    assert all(p.prev is down.pfc for p in pkts)  # each left ``down``: its ingress now
+
+
+def test_past_the_headroom_a_lossless_port_drops():
+    sim = Sim()
+    up, down, sink = _lossless_pair(sim, xoff=5_000, xon=1_000, room=1_000)
+    for psn in range(3):
+        pkt = pkt_for(down, sink, psn)
+        pkt.prev = up.pfc
+        down.receive(pkt)
+    # the first leaves at once; the second passes XOFF; the third would pass XOFF + headroom
+    assert (down.drops, down.data_drops, up.pfc.ing) == (1, 1, 4184)
+
+
+def test_a_failed_lossless_port_leaves_pfc_and_keeps_its_counters():
+    sim = Sim()
+    up, down, sink = _lossless_pair(sim)
+    down.pfc.on_pause(50_000)  # a frame that pauses ``down`` for 50 ns
+    sim.run(60_000)
+    for psn in range(3):
+        pkt = pkt_for(down, sink, psn)
+        pkt.prev = up.pfc
+        down.receive(pkt)
+    held = up.pfc.ing
+    down.fail()
+    assert down.pfc is None and down.pfc_kept is not None
+    assert up.pfc.ing == held - 2 * 4184  # what waited at ``down`` is released (not the first)
+    assert down.pfc_pauses == 1 and down.paused_ps(sim.now) == 50_000
+
+
+def test_sim_holds_an_events_objects_only_while_it_is_pending():
+    """The calendar's slots take a reference to each callback and argument and give it back
+    when the event runs (compiled: the in-place put/take of calendar.pxd)."""
+    import sys
+
+    sim, out = Sim(), []
+    fn, arg = out.append, object()
+    before = sys.getrefcount(fn), sys.getrefcount(arg)
+    for t in range(100):
+        sim.at(t, fn, arg)
+    assert sys.getrefcount(arg) == before[1] + 100
+    sim.run(10**6)
+    assert len(out) == 100 and sim.pending_args() == []
+    out.clear()
+    assert (sys.getrefcount(fn), sys.getrefcount(arg)) == before

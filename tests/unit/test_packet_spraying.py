@@ -7,7 +7,7 @@ import pytest
 from fabricsim.config.models import NicConfig
 from fabricsim.lb.reps import RepsSpraying, exploration_window_packets
 from fabricsim.lb.spraying import DefaultSpraying, NoSpraying, ObliviousSpraying, make_spraying
-from fabricsim.packetsim.core import RandomPool
+from fabricsim.packetsim.calendar import RandomPool
 from fabricsim.rng import stream
 
 

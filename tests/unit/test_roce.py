@@ -16,7 +16,9 @@ from fabricsim.engine_api import DATA
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.experiments.engines import check_supported
 from fabricsim.experiments.runner import build_engine
-from fabricsim.packetsim.core import Packet, Port, Sim
+from fabricsim.packetsim.calendar import Sim
+from fabricsim.packetsim.packets import Packet
+from fabricsim.packetsim.ports import Port
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -51,14 +53,14 @@ def _port(sim: Sim, arrivals: list[int]) -> tuple[Port, Packet]:
 def test_a_pause_reaches_the_upstream_port_one_link_delay_later():
     sim, arrivals = Sim(), []
     port, pkt = _port(sim, arrivals)
-    sim.at(0, lambda _: port._send_pause(True))  # its link's far end crosses XOFF at t = 0
+    sim.at(0, lambda _: port.pfc.send_pause(True))  # its link's far end crosses XOFF at t = 0
     seen = []
     for t in (US - 1, US + 1):  # (at US itself, the check scheduled first runs first)
         sim.at(t, lambda _: seen.append(port.paused))
     sim.run(US + 1)
     assert seen == [False, True]
     sim.at(US + 10, lambda _: port.receive(pkt))  # data offered while paused waits
-    sim.at(5 * US, lambda _: port._send_pause(False))  # XON decided at 5 us ...
+    sim.at(5 * US, lambda _: port.pfc.send_pause(False))  # XON decided at 5 us ...
     sim.run(20 * US)
     assert not port.paused
     # ... arrives at 6 us; the packet then takes 80 ps/byte and the link's delay
@@ -70,13 +72,13 @@ def test_a_pause_reaches_the_upstream_port_one_link_delay_later():
 def test_a_pause_expires_unless_refreshed():
     sim, arrivals = Sim(), []
     port, pkt = _port(sim, arrivals)
-    sim.at(0, lambda _: port.on_pause(3 * US))  # one frame, no refresh, no XON
+    sim.at(0, lambda _: port.pfc.on_pause(3 * US))  # one frame, no refresh, no XON
     sim.at(10, lambda _: port.receive(pkt))
     sim.run(100 * US)
     assert arrivals == [3 * US + 80_000 + US]
     sim2, arrivals2 = Sim(), []
     held, pkt2 = _port(sim2, arrivals2)
-    sim2.at(0, lambda _: held._send_pause(True))  # the far end stays over XON: refreshes
+    sim2.at(0, lambda _: held.pfc.send_pause(True))  # the far end stays over XON: refreshes
     sim2.at(US + 10, lambda _: held.receive(pkt2))  # after the XOFF arrived
     sim2.run(500 * US)
     assert arrivals2 == [] and held.paused and held.pfc_pauses >= 10

@@ -9,19 +9,22 @@ import pytest
 
 import fabricsim
 from fabricsim.config import TopologyConfig
+from fabricsim.engine_api import DATA, HDR
 from fabricsim.errors import ConfigError
 from fabricsim.experiments.runner import build_engine
 from fabricsim.lb.switch import least_loaded
 from fabricsim.lb.switch_adaptive import AdaptiveChoice
 from fabricsim.lb.switch_flowlet import FlowletChoice
 from fabricsim.lb.switch_spray import SprayChoice
-from fabricsim.packetsim.core import DATA, HDR, Packet, Port, Sim
+from fabricsim.packetsim.calendar import Sim
 from fabricsim.packetsim.forwarding import (
     Decider,
     EcmpForwarding,
     RouteTable,
     make_member_choices,
 )
+from fabricsim.packetsim.packets import Packet
+from fabricsim.packetsim.ports import Port
 from fabricsim.routing.router import Router
 from fabricsim.topology import build_fabric
 

@@ -2,7 +2,9 @@
 # Keep in step with nic.py: every attribute a class sets, every method the hot path calls.
 cimport cython
 from fabricsim.nic.pdc cimport NicEnv, Pdc, RxState
-from fabricsim.packetsim.core cimport HostPort, Packet, PacketPool, Route, Sim
+from fabricsim.packetsim.calendar cimport Sim
+from fabricsim.packetsim.packets cimport Packet, PacketPool, Route
+from fabricsim.packetsim.ports cimport HostPort
 
 cdef class Nic:
     cdef public NicEnv env

@@ -39,7 +39,8 @@ from fabricsim.lb.spraying import SprayingStrategy, make_spraying
 from fabricsim.nic.pdc import NicEnv, Pdc, RxState
 
 if TYPE_CHECKING:  # the packet engine imports the NIC; the NIC sees its parts as types only
-    from fabricsim.packetsim.core import HostPort, Packet
+    from fabricsim.packetsim.packets import Packet
+    from fabricsim.packetsim.ports import HostPort
 
 _MASK64 = (1 << 64) - 1
 

@@ -3,7 +3,8 @@
 cimport cython
 from fabricsim.cc.base cimport CongestionControl
 from fabricsim.lb.spraying cimport SprayingStrategy
-from fabricsim.packetsim.core cimport Packet, PacketPool, Route, Sim
+from fabricsim.packetsim.calendar cimport Sim
+from fabricsim.packetsim.packets cimport Packet, PacketPool, Route
 from fabricsim.packetsim.forwarding cimport RouteTable
 
 cdef class TxQueue:

@@ -53,8 +53,9 @@ if TYPE_CHECKING:
     from fabricsim.cc.base import CongestionControl
     from fabricsim.lb.spraying import SprayingStrategy
     from fabricsim.nic.nic import Nic, PdcGroup
-    from fabricsim.packetsim.core import Packet, PacketPool, Route, Sim
+    from fabricsim.packetsim.calendar import Sim
     from fabricsim.packetsim.forwarding import RouteTable
+    from fabricsim.packetsim.packets import Packet, PacketPool, Route
 
 UNSENT, OUT, LOST, ACKED = 0, 1, 2, 3
 PACE_SLACK_PACKETS = 2

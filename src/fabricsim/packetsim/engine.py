@@ -40,7 +40,7 @@ import numpy as np
 from fabricsim.cc import CcParams, make_cc
 from fabricsim.config.models import Scenario
 from fabricsim.config.roce import dcqcn_ecn_bytes, pause_ps, pfc_thresholds
-from fabricsim.engine_api import ROUTE_KEY_HOSTS, EngineOutput, collector_paused, wire_bytes
+from fabricsim.engine_api import ACK, ROUTE_KEY_HOSTS, EngineOutput, collector_paused, wire_bytes
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.flowsim.engine import slowest_rate_bps
 from fabricsim.lb.base import SPRAY_ALL, PathPolicy
@@ -50,19 +50,11 @@ from fabricsim.metrics.summaries import reason_of_flows
 from fabricsim.nic.nic import Nic
 from fabricsim.nic.pdc import MonitorLog, NicEnv, Pdc
 from fabricsim.packetsim import records as rec
-from fabricsim.packetsim.core import (
-    ACK,
-    DropSink,
-    HostPort,
-    Packet,
-    PacketPool,
-    Port,
-    RandomPool,
-    SharedBuffer,
-    Sim,
-    wheel_width_bits,
-)
+from fabricsim.packetsim.calendar import RandomPool, Sim, wheel_width_bits
 from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_member_choices
+from fabricsim.packetsim.packets import Packet, PacketPool
+from fabricsim.packetsim.pfc import SharedBuffer
+from fabricsim.packetsim.ports import DropSink, HostPort, Port
 from fabricsim.rng import stream
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import NIC, NVSWITCH, Fabric

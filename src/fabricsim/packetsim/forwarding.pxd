@@ -2,7 +2,7 @@
 # implementation).  Keep in step with forwarding.py: every attribute a class sets, every
 # method the route building calls.
 cimport cython
-from fabricsim.packetsim.core cimport Route
+from fabricsim.packetsim.packets cimport Route
 from fabricsim.routing.mix cimport fmix32_int, header_key
 
 cdef class Forwarding:

@@ -35,9 +35,11 @@ from collections.abc import Callable
 from typing import Any
 
 from fabricsim.config.models import Scenario
-from fabricsim.engine_api import route_key
+from fabricsim.engine_api import DATA, route_key
 from fabricsim.lb.switch import MemberChoice, SwitchContext, switch_method
-from fabricsim.packetsim.core import DATA, Packet, Port, Route, Sim
+from fabricsim.packetsim.calendar import Sim
+from fabricsim.packetsim.packets import Packet, Route
+from fabricsim.packetsim.ports import Port
 from fabricsim.routing.hashing import hash_method, scalar_hash
 from fabricsim.routing.mix import fmix32_int, fmix32_scalar, header_key
 from fabricsim.routing.router import Router

@@ -23,7 +23,8 @@ import numpy as np
 from fabricsim._compat import pd
 from fabricsim.errors import ConfigError
 from fabricsim.nic.pdc import MonitorLog
-from fabricsim.packetsim.core import Port, Sim
+from fabricsim.packetsim.calendar import Sim
+from fabricsim.packetsim.ports import Port
 from fabricsim.routing.dag import MAX_PATH_LABELS
 from fabricsim.topology.fabric import Fabric
 from fabricsim.units import ps_to_s, ps_to_us, transmitted_bytes

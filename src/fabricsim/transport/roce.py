@@ -31,7 +31,7 @@ from fabricsim.transport.roce_sr import RoceSrNic, RoceSrPdc
 if TYPE_CHECKING:
     from fabricsim.config.models import NicConfig
     from fabricsim.nic.pdc import NicEnv
-    from fabricsim.packetsim.core import Packet
+    from fabricsim.packetsim.packets import Packet
 
 
 class RoceNic(Nic):

@@ -4,7 +4,7 @@
 cimport cython
 from fabricsim.nic.nic cimport Nic
 from fabricsim.nic.pdc cimport Pdc, RxState
-from fabricsim.packetsim.core cimport Packet
+from fabricsim.packetsim.packets cimport Packet
 
 cdef class RoceSrNic(Nic):
     @cython.locals(pdc=Pdc, rx=RxState, urgent=cython.bint, now=cython.longlong)

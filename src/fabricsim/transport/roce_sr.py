@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from fabricsim.cc.base import CongestionControl
     from fabricsim.config.models import NicConfig
     from fabricsim.nic.pdc import NicEnv
-    from fabricsim.packetsim.core import Packet
+    from fabricsim.packetsim.packets import Packet
 
 WINDOW_CAP_BDP = 1.0
 """IRN's BDP-FC: a PDC's new PSNs stay within this many BDPs (in full packets) of its first
