@@ -72,14 +72,36 @@ cdef class MaxMinKernel:
     @cython.locals(le=cython.longlong, k=cython.longlong, s=cython.longlong,
                    c=cython.longlong, link=cython.longlong)
     cdef _touch(self, long long n)
-    @cython.locals(k=cython.longlong, link=cython.longlong, used=cython.double,
-                   start=cython.longlong, p=cython.longlong, s=cython.longlong,
-                   live=cython.longlong, c=cython.longlong, step=cython.double,
-                   nc=cython.longlong, na=cython.longlong, cp=cython.longlong,
-                   level=cython.double, nf=cython.longlong, b=cython.longlong,
-                   f=cython.longlong, kept=cython.longlong, ns=cython.longlong,
-                   integral=cython.bint)
+    # perf: the water-filling helpers are inline (direct C calls, no virtual table; the C
+    # compiler may inline them) and, where they cannot raise, noexcept (no error check)
+    @cython.locals(integral=cython.bint, live=cython.longlong, nc=cython.longlong,
+                   na=cython.longlong, cp=cython.longlong, level=cython.double,
+                   step=cython.double, ns=cython.longlong, nf=cython.longlong)
     cdef _waterfill(self, long long n, long long ep)
+    @cython.locals(k=cython.longlong, link=cython.longlong, used=cython.double,
+                   start=cython.longlong, p=cython.longlong, s=cython.longlong)
+    cdef inline void _residual(self, long long ep) noexcept
+    @cython.locals(live=cython.longlong, k=cython.longlong, s=cython.longlong,
+                   c=cython.longlong, link=cython.longlong)
+    cdef inline long long _start_members(self, long long n) noexcept
+    @cython.locals(nc=cython.longlong, k=cython.longlong, s=cython.longlong)
+    cdef inline long long _list_capped(self, long long n)
+    @cython.locals(na=cython.longlong, k=cython.longlong, link=cython.longlong)
+    cdef inline long long _demand_links(self)
+    @cython.locals(step=cython.double, k=cython.longlong, link=cython.longlong)
+    cdef inline double _step(self, long long cp, long long nc, long long na, double level) noexcept
+    @cython.locals(k=cython.longlong, s=cython.longlong)
+    cdef inline void _unbounded(self, long long n) noexcept
+    @cython.locals(ns=cython.longlong, k=cython.longlong, link=cython.longlong)
+    cdef inline long long _saturate(self, long long na, double step) noexcept
+    @cython.locals(s=cython.longlong)
+    cdef inline long long _stop_capped(self, long long cp, long long nc, double level) noexcept
+    @cython.locals(k=cython.longlong, link=cython.longlong, start=cython.longlong,
+                   p=cython.longlong, s=cython.longlong, c=cython.longlong, b=cython.longlong)
+    cdef inline long long _stop_saturated(self, long long ns, long long nf, double level) noexcept
+    @cython.locals(f=cython.longlong, s=cython.longlong, c=cython.longlong,
+                   link=cython.longlong, kept=cython.longlong, k=cython.longlong)
+    cdef inline long long _drop_demand(self, long long nf, long long na, bint integral)
     @cython.locals(total=cython.longlong, k=cython.longlong, s=cython.longlong,
                    c=cython.longlong, at=cython.longlong, link=cython.longlong,
                    p=cython.longlong, integral=cython.bint, a=cython.double)

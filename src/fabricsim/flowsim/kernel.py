@@ -483,7 +483,32 @@ class MaxMinKernel:
         The sums and comparisons are the ones of filling member by member, in the same order."""
         self._touch(n)
         integral = self._list_members(n)
-        for k in range(self.nl):  # residual capacity: the links' capacity minus the others' use
+        self._residual(ep)
+        live = self._start_members(n)
+        nc = self._list_capped(n)
+        na = self._demand_links()
+        cp = 0
+        level = 0.0
+        while live:
+            while cp < nc and self.frozen[self.cbuf[cp]]:
+                cp += 1
+            step = self._step(cp, nc, na, level)
+            if step == _INF:  # no link and no cap: cannot happen for a routed connection
+                self._unbounded(n)
+                break
+            step = max(step, 0.0)
+            self.fill_rounds += 1
+            ns = self._saturate(na, step)
+            level += step
+            nf = self._stop_capped(cp, nc, level)
+            nf = self._stop_saturated(ns, nf, level)
+            live -= nf
+            if nf:
+                na = self._drop_demand(nf, na, integral)
+
+    def _residual(self, ep: int) -> None:
+        """``lrem`` of the set's links: their capacity minus what the others use."""
+        for k in range(self.nl):
             link = self.lbuf[k]
             used = 0.0
             start = self.lstart[link]
@@ -492,8 +517,11 @@ class MaxMinKernel:
                 if self.smark[s] != ep:
                     used += self.coef[s, self.pool_col[p]] * self.rate[s]
             self.lrem[link] = max(self.capacity[link] - used, 0.0)
+
+    def _start_members(self, n: int) -> int:
+        """Every member at rate 0, rising unless its cap is 0 or it crosses a failed link
+        (then it never moves); returns how many rise."""
         live = 0
-        nc = 0
         for k in range(n):
             s = self.sbuf[k]
             self.rtry[s] = 0.0
@@ -504,106 +532,134 @@ class MaxMinKernel:
                 continue
             for c in range(self.deg[s]):
                 link = self.links[s, c]
-                if self.capacity[link] <= 0:  # a failed link: the connection never moves
+                if self.capacity[link] <= 0:
                     self.frozen[s] = 1
                     self.bneck[s] = link
                     break
             if not self.frozen[s]:
                 live += 1
-                if self.cap[s] < _INF:
-                    self.cbuf[nc] = s
-                    nc += 1
-        if nc > 1:  # the capped members by cap (stable: ties in set order)
+        return live
+
+    def _list_capped(self, n: int) -> int:
+        """``cbuf``: the rising members with a cap, by cap (stable: ties in set order);
+        returns how many."""
+        nc = 0
+        for k in range(n):
+            s = self.sbuf[k]
+            if not self.frozen[s] and self.cap[s] < _INF:
+                self.cbuf[nc] = s
+                nc += 1
+        if nc > 1:
             capped = np.asarray(self.cbuf)[:nc]
             capped[:] = capped[np.argsort(np.asarray(self.cap)[capped], kind="stable")]
+        return nc
+
+    def _demand_links(self) -> int:
+        """``abuf``: the set's links with demand (``ldem`` > 0); returns how many."""
         na = 0
-        for k in range(self.nl):  # the links with demand: abuf[:na]
+        for k in range(self.nl):
             link = self.lbuf[k]
             self._demand(link)
             if self.ldem[link] > 0:
                 self.abuf[na] = link
                 na += 1
-        cp = 0
-        level = 0.0
-        while live:
-            step = _INF
-            while cp < nc and self.frozen[self.cbuf[cp]]:
-                cp += 1
-            if cp < nc:
-                step = self.cap[self.cbuf[cp]] - level
-            for k in range(na):
-                link = self.abuf[k]
-                step = min(step, self.lrem[link] / self.ldem[link])
-            if step == _INF:  # no link and no cap: cannot happen for a routed connection
-                for k in range(n):
-                    s = self.sbuf[k]
-                    if not self.frozen[s]:
-                        self.rtry[s] = _INF
-                        self.frozen[s] = 1
-                        self.bneck[s] = _CAP
-                break
-            step = max(step, 0.0)
-            self.fill_rounds += 1
-            ns = 0  # the links saturated by this step: satb[:ns]
-            for k in range(na):
-                link = self.abuf[k]
-                self.lrem[link] -= step * self.ldem[link]
-                if self.lrem[link] <= self.tol[link]:
-                    self.satb[ns] = link
-                    ns += 1
-            level += step
-            nf = 0  # the members that stop this round: fbuf[:nf]
-            while cp < nc:
-                s = self.cbuf[cp]
-                if not self.frozen[s]:
-                    if level < self.cap[s] * (1 - _EPS):
-                        break
-                    self.rtry[s] = level
-                    self.frozen[s] = 1
-                    self.bneck[s] = _CAP
-                    self.fbuf[nf] = s
-                    nf += 1
-                cp += 1
-            for k in range(ns):
-                link = self.satb[k]
-                start = self.mfirst[link]
-                for p in range(start, start + self.mcnt[link]):
-                    s = self.mslot[p]
-                    if self.frozen[s]:
-                        continue
-                    self.rtry[s] = level
-                    self.frozen[s] = 1
-                    self.fbuf[nf] = s
-                    nf += 1
-                    for c in range(self.deg[s]):  # its first saturated link, in its own order
-                        b = self.links[s, c]
-                        if self.lrem[b] <= self.tol[b]:
-                            self.bneck[s] = b
-                            break
-            live -= nf
-            for k in range(ns):
-                self.lrem[self.satb[k]] = 0.0
-            if nf == 0:
-                continue
-            self.depoch += 1
-            for f in range(nf):
-                s = self.fbuf[f]
+        return na
+
+    def _step(self, cp: int, nc: int, na: int, level: float) -> float:
+        """How far ``level`` rises this round: to the next cap (``cbuf[cp]``) or until the
+        first link of ``abuf[:na]`` saturates."""
+        step = _INF
+        if cp < nc:
+            step = self.cap[self.cbuf[cp]] - level
+        for k in range(na):
+            link = self.abuf[k]
+            step = min(step, self.lrem[link] / self.ldem[link])
+        return step
+
+    def _unbounded(self, n: int) -> None:
+        """The rising members at an infinite rate (nothing bounds them)."""
+        for k in range(n):
+            s = self.sbuf[k]
+            if not self.frozen[s]:
+                self.rtry[s] = _INF
+                self.frozen[s] = 1
+                self.bneck[s] = _CAP
+
+    def _saturate(self, na: int, step: float) -> int:
+        """The links of ``abuf[:na]`` give ``step`` times their demand; ``satb``: the ones
+        now saturated (returns how many)."""
+        ns = 0
+        for k in range(na):
+            link = self.abuf[k]
+            self.lrem[link] -= step * self.ldem[link]
+            if self.lrem[link] <= self.tol[link]:
+                self.satb[ns] = link
+                ns += 1
+        return ns
+
+    def _stop_capped(self, cp: int, nc: int, level: float) -> int:
+        """The capped members from ``cbuf[cp]`` whose cap ``level`` reached stop there
+        (``fbuf``, from 0); returns how many."""
+        nf = 0
+        while cp < nc:
+            s = self.cbuf[cp]
+            if not self.frozen[s]:
+                if level < self.cap[s] * (1 - _EPS):
+                    break
+                self.rtry[s] = level
+                self.frozen[s] = 1
+                self.bneck[s] = _CAP
+                self.fbuf[nf] = s
+                nf += 1
+            cp += 1
+        return nf
+
+    def _stop_saturated(self, ns: int, nf: int, level: float) -> int:
+        """The members still rising on the saturated links ``satb[:ns]`` stop at ``level``,
+        bottlenecked on the first saturated link in their own order (``fbuf`` from ``nf``);
+        returns the new ``nf``.  The saturated links are left with nothing."""
+        for k in range(ns):
+            link = self.satb[k]
+            start = self.mfirst[link]
+            for p in range(start, start + self.mcnt[link]):
+                s = self.mslot[p]
+                if self.frozen[s]:
+                    continue
+                self.rtry[s] = level
+                self.frozen[s] = 1
+                self.fbuf[nf] = s
+                nf += 1
                 for c in range(self.deg[s]):
-                    link = self.links[s, c]
-                    if self.dmark[link] == self.depoch:
-                        continue
-                    if integral:  # perf: whole coefficients: subtracting is exact
-                        self.ldem[link] -= self.coef[s, c]
-                    else:
-                        self.dmark[link] = self.depoch
-                        self._demand(link)
-            kept = 0
-            for k in range(na):
-                link = self.abuf[k]
-                if self.ldem[link] > 0:
-                    self.abuf[kept] = link
-                    kept += 1
-            na = kept
+                    b = self.links[s, c]
+                    if self.lrem[b] <= self.tol[b]:
+                        self.bneck[s] = b
+                        break
+        for k in range(ns):
+            self.lrem[self.satb[k]] = 0.0
+        return nf
+
+    def _drop_demand(self, nf: int, na: int, integral: bool) -> int:
+        """The links of the stopped members ``fbuf[:nf]`` lose their demand; ``abuf[:na]``
+        keeps the links with demand left (returns how many)."""
+        self.depoch += 1
+        for f in range(nf):
+            s = self.fbuf[f]
+            for c in range(self.deg[s]):
+                link = self.links[s, c]
+                if self.dmark[link] == self.depoch:
+                    continue
+                if integral:  # perf: whole coefficients: subtracting is exact
+                    self.ldem[link] -= self.coef[s, c]
+                else:
+                    self.dmark[link] = self.depoch
+                    self._demand(link)
+        kept = 0
+        for k in range(na):
+            link = self.abuf[k]
+            if self.ldem[link] > 0:
+                self.abuf[kept] = link
+                kept += 1
+        return kept
 
     def _list_members(self, n: int) -> bool:
         """Each link of ``lbuf[:nl]`` lists the set's members on it, in set order:
