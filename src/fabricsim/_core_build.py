@@ -25,6 +25,7 @@ COMPILED = (
     "fabricsim.nic.pdc",
     "fabricsim.nic.nic",
     "fabricsim.packetsim.forwarding",
+    "fabricsim.flowsim.incidence",
     "fabricsim.flowsim.kernel",
     "fabricsim.flowsim.engine",
 )

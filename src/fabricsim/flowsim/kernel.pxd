@@ -2,37 +2,25 @@
 # Keep in step with kernel.py: every attribute the class sets, every method the engine calls.
 cimport cython
 
+from fabricsim.flowsim.incidence cimport Incidence
+
 cdef long long _CAP, _UNKNOWN
 cdef double _EPS, _DONE_S, _INF
 
-cdef class MaxMinKernel:
-    cdef public long long nlinks, pool_top, nl, epoch, lepoch, nlast, nchanged, cepoch
-    cdef public long long hsize, nactive, nseed, solves, global_solves, width, nslots
+cdef class MaxMinKernel(Incidence):
+    cdef public long long nl, epoch, lepoch, nlast
+    cdef public long long hsize, nactive, nseed, solves, global_solves
     cdef public long long set_total, fill_rounds, depoch
     cdef public double fallback
     cdef public double[:] capacity, tol, link_bytes, lrem, ldem, ht
     cdef public double[:] cap, rate, rtry, remaining, t_upd
-    cdef public long long[:] lstart, llen, lcap, pool_slot, pool_col, lmark, lbuf
-    cdef public long long[:] changed, cmark, hs, hv
-    cdef public long long[:] deg, bneck, version, smark, sbuf, seed
+    cdef public long long[:] lmark, lbuf, hs, hv
+    cdef public long long[:] bneck, version, smark, sbuf, seed
     cdef public long long[:] abuf, satb, mfirst, mcnt, mslot, dmark, cbuf, fbuf
     cdef public double[:] mcoef
     cdef public signed char[:] active, frozen
-    cdef public long long[:, :] links, pos
-    cdef public double[:, :] coef
     cdef public list free
 
-    @cython.locals(n=cython.longlong, new=cython.longlong, start=cython.longlong,
-                   top=cython.longlong, i=cython.longlong, p=cython.longlong)
-    cdef _link_append(self, long long link, long long slot, long long col)
-    @cython.locals(start=cython.longlong, last=cython.longlong, p=cython.longlong,
-                   s2=cython.longlong, c2=cython.longlong)
-    cdef _link_remove(self, long long link, long long slot, long long col)
-    @cython.locals(d=cython.Py_ssize_t, c=cython.Py_ssize_t, link=cython.longlong)
-    cdef _attach(self, long long slot, long long[:] links, double[:] coefs)
-    @cython.locals(c=cython.Py_ssize_t, link=cython.longlong)
-    cdef _detach(self, long long slot)
-    cdef _mark_changed(self, long long link)
     cdef _seed(self, long long slot)
 
     @cython.locals(slot=cython.longlong)
@@ -94,7 +82,7 @@ cdef class MaxMinKernel:
     cdef inline void _unbounded(self, long long n) noexcept
     @cython.locals(ns=cython.longlong, k=cython.longlong, link=cython.longlong)
     cdef inline long long _saturate(self, long long na, double step) noexcept
-    @cython.locals(s=cython.longlong)
+    @cython.locals(nf=cython.longlong, s=cython.longlong)
     cdef inline long long _stop_capped(self, long long cp, long long nc, double level) noexcept
     @cython.locals(k=cython.longlong, link=cython.longlong, start=cython.longlong,
                    p=cython.longlong, s=cython.longlong, c=cython.longlong, b=cython.longlong)
