@@ -1,5 +1,6 @@
 # C types of flowsim/kernel.py for the compiled build (setup.py; the .py is the implementation).
-# Keep in step with kernel.py: every attribute the class sets, every method the engine calls.
+# Keep in step with kernel.py: every attribute the class sets (its base's are in incidence.pxd),
+# every method the engine calls.
 cimport cython
 
 from fabricsim.flowsim.incidence cimport Incidence
