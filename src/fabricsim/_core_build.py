@@ -30,6 +30,7 @@ COMPILED = (
     "fabricsim.transport.roce_sr",
     "fabricsim.transport.roce",
     "fabricsim.packetsim.forwarding",
+    "fabricsim.flowsim.incidence",
     "fabricsim.flowsim.kernel",
     "fabricsim.flowsim.engine",
 )

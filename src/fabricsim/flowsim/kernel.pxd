@@ -1,38 +1,27 @@
 # C types of flowsim/kernel.py for the compiled build (setup.py; the .py is the implementation).
-# Keep in step with kernel.py: every attribute the class sets, every method the engine calls.
+# Keep in step with kernel.py: every attribute the class sets (its base's are in incidence.pxd),
+# every method the engine calls.
 cimport cython
+
+from fabricsim.flowsim.incidence cimport Incidence
 
 cdef long long _CAP, _UNKNOWN
 cdef double _EPS, _DONE_S, _INF
 
-cdef class MaxMinKernel:
-    cdef public long long nlinks, pool_top, nl, epoch, lepoch, nlast, nchanged, cepoch
-    cdef public long long hsize, nactive, nseed, solves, global_solves, width, nslots
+cdef class MaxMinKernel(Incidence):
+    cdef public long long nl, epoch, lepoch, nlast
+    cdef public long long hsize, nactive, nseed, solves, global_solves
     cdef public long long set_total, fill_rounds, depoch
     cdef public double fallback
     cdef public double[:] capacity, tol, link_bytes, lrem, ldem, ht
     cdef public double[:] cap, rate, rtry, remaining, t_upd
-    cdef public long long[:] lstart, llen, lcap, pool_slot, pool_col, lmark, lbuf
-    cdef public long long[:] changed, cmark, hs, hv
-    cdef public long long[:] deg, bneck, version, smark, sbuf, seed
+    cdef public long long[:] lmark, lbuf, hs, hv
+    cdef public long long[:] bneck, version, smark, sbuf, seed
     cdef public long long[:] abuf, satb, mfirst, mcnt, mslot, dmark, cbuf, fbuf
     cdef public double[:] mcoef
     cdef public signed char[:] active, frozen
-    cdef public long long[:, :] links, pos
-    cdef public double[:, :] coef
     cdef public list free
 
-    @cython.locals(n=cython.longlong, new=cython.longlong, start=cython.longlong,
-                   top=cython.longlong, i=cython.longlong, p=cython.longlong)
-    cdef _link_append(self, long long link, long long slot, long long col)
-    @cython.locals(start=cython.longlong, last=cython.longlong, p=cython.longlong,
-                   s2=cython.longlong, c2=cython.longlong)
-    cdef _link_remove(self, long long link, long long slot, long long col)
-    @cython.locals(d=cython.Py_ssize_t, c=cython.Py_ssize_t, link=cython.longlong)
-    cdef _attach(self, long long slot, long long[:] links, double[:] coefs)
-    @cython.locals(c=cython.Py_ssize_t, link=cython.longlong)
-    cdef _detach(self, long long slot)
-    cdef _mark_changed(self, long long link)
     cdef _seed(self, long long slot)
 
     @cython.locals(slot=cython.longlong)
@@ -72,14 +61,36 @@ cdef class MaxMinKernel:
     @cython.locals(le=cython.longlong, k=cython.longlong, s=cython.longlong,
                    c=cython.longlong, link=cython.longlong)
     cdef _touch(self, long long n)
-    @cython.locals(k=cython.longlong, link=cython.longlong, used=cython.double,
-                   start=cython.longlong, p=cython.longlong, s=cython.longlong,
-                   live=cython.longlong, c=cython.longlong, step=cython.double,
-                   nc=cython.longlong, na=cython.longlong, cp=cython.longlong,
-                   level=cython.double, nf=cython.longlong, b=cython.longlong,
-                   f=cython.longlong, kept=cython.longlong, ns=cython.longlong,
-                   integral=cython.bint)
+    # perf: the water-filling helpers are inline (direct C calls, no virtual table; the C
+    # compiler may inline them) and, where they cannot raise, noexcept (no error check)
+    @cython.locals(integral=cython.bint, live=cython.longlong, nc=cython.longlong,
+                   na=cython.longlong, cp=cython.longlong, level=cython.double,
+                   step=cython.double, ns=cython.longlong, nf=cython.longlong)
     cdef _waterfill(self, long long n, long long ep)
+    @cython.locals(k=cython.longlong, link=cython.longlong, used=cython.double,
+                   start=cython.longlong, p=cython.longlong, s=cython.longlong)
+    cdef inline void _residual(self, long long ep) noexcept
+    @cython.locals(live=cython.longlong, k=cython.longlong, s=cython.longlong,
+                   c=cython.longlong, link=cython.longlong)
+    cdef inline long long _start_members(self, long long n) noexcept
+    @cython.locals(nc=cython.longlong, k=cython.longlong, s=cython.longlong)
+    cdef inline long long _list_capped(self, long long n)
+    @cython.locals(na=cython.longlong, k=cython.longlong, link=cython.longlong)
+    cdef inline long long _demand_links(self)
+    @cython.locals(step=cython.double, k=cython.longlong, link=cython.longlong)
+    cdef inline double _step(self, long long cp, long long nc, long long na, double level) noexcept
+    @cython.locals(k=cython.longlong, s=cython.longlong)
+    cdef inline void _unbounded(self, long long n) noexcept
+    @cython.locals(ns=cython.longlong, k=cython.longlong, link=cython.longlong)
+    cdef inline long long _saturate(self, long long na, double step) noexcept
+    @cython.locals(nf=cython.longlong, s=cython.longlong)
+    cdef inline long long _stop_capped(self, long long cp, long long nc, double level) noexcept
+    @cython.locals(k=cython.longlong, link=cython.longlong, start=cython.longlong,
+                   p=cython.longlong, s=cython.longlong, c=cython.longlong, b=cython.longlong)
+    cdef inline long long _stop_saturated(self, long long ns, long long nf, double level) noexcept
+    @cython.locals(f=cython.longlong, s=cython.longlong, c=cython.longlong,
+                   link=cython.longlong, kept=cython.longlong, k=cython.longlong)
+    cdef inline long long _drop_demand(self, long long nf, long long na, bint integral)
     @cython.locals(total=cython.longlong, k=cython.longlong, s=cython.longlong,
                    c=cython.longlong, at=cython.longlong, link=cython.longlong,
                    p=cython.longlong, integral=cython.bint, a=cython.double)

@@ -1,15 +1,9 @@
 # cython: boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
 """The flow engine's incremental max-min kernel (``engine.flow_solver: incremental``).
 
-Connections live in slots; each slot lists the links it uses with a coefficient (1 for one
-path, a path weight summed per link for a split connection).  Both directions of the incidence
-are kept up to date as connections come and go instead of being rebuilt per event:
-
-* slot -> links: fixed-width rows (``links``, ``coef``; ``deg`` entries used), the width grows
-  when a connection needs more;
-* link -> slots: one segment per link in a shared pool (``pool_slot``, ``pool_col``), removal by
-  swapping in the segment's last entry (``pos`` holds each entry's place), a full segment moves
-  to the pool's end at twice the size, the pool is compacted when it runs out.
+Connections live in slots, each with the links it uses and a coefficient on each; both
+directions of that incidence are kept up to date as connections come and go
+(:class:`fabricsim.flowsim.incidence.Incidence`, the kernel's base class).
 
 **Rates** are max-min fair, kept exact by repairing only what an event breaks.  The rates are
 max-min fair exactly when every connection has a *bottleneck*: its cap, or a saturated link on
@@ -47,6 +41,8 @@ import math
 
 import numpy as np
 
+from fabricsim.flowsim.incidence import Incidence, grown
+
 # perf: module constants are C values when compiled (kernel.pxd), not global lookups
 _CAP = -1
 _UNKNOWN = -2
@@ -60,7 +56,7 @@ UNKNOWN = _UNKNOWN
 """``bneck`` not known (a fresh slot): any check that meets it re-solves the connection."""
 
 
-class MaxMinKernel:
+class MaxMinKernel(Incidence):
     """Connections, links and their max-min fair rates, kept up to date event by event.
 
     Parameters
@@ -85,18 +81,11 @@ class MaxMinKernel:
     """
 
     def __init__(self, capacity: np.ndarray, fallback: float = 0.5) -> None:
-        self.nlinks = len(capacity)
+        super().__init__(len(capacity))
         self.capacity = np.asarray(capacity, dtype=np.float64).copy()
         self.tol = _EPS * np.maximum(self.capacity, 1.0)
         self.fallback = fallback
         self.link_bytes = np.zeros(self.nlinks)
-        # link -> slots
-        self.lstart = np.zeros(self.nlinks, dtype=np.int64)
-        self.llen = np.zeros(self.nlinks, dtype=np.int64)
-        self.lcap = np.zeros(self.nlinks, dtype=np.int64)
-        self.pool_slot = np.zeros(max(1024, 4 * self.nlinks), dtype=np.int64)
-        self.pool_col = np.zeros(max(1024, 4 * self.nlinks), dtype=np.int64)
-        self.pool_top = 0
         # per-link scratch of settle()
         self.lmark = np.zeros(self.nlinks, dtype=np.int64)
         self.lrem = np.zeros(self.nlinks)
@@ -113,11 +102,7 @@ class MaxMinKernel:
         self.depoch = 0
         self.epoch = 0  # settle() passes: smark == epoch marks the set
         self.lepoch = 0  # water-fill passes: lmark == lepoch marks the set's links
-        self.nlast = 0
-        self.changed = np.zeros(self.nlinks, dtype=np.int64)  # links of departed/rerouted
-        self.nchanged = 0
-        self.cmark = np.zeros(self.nlinks, dtype=np.int64)
-        self.cepoch = 1
+        self.nlast = 0  # changed links the last settle() looked at
         # completion heap: (time, slot, version)
         self.ht = np.zeros(256)
         self.hs = np.zeros(256, dtype=np.int64)
@@ -129,14 +114,8 @@ class MaxMinKernel:
         self.global_solves = 0  # of which re-solved every connection
         self.set_total = 0  # connections re-solved, summed over settle() calls
         self.fill_rounds = 0  # water-filling levels, summed
-        self.width = 0
-        self.nslots = 0
         # per slot (grown by _alloc)
         i64, f64, i8 = np.int64, np.float64, np.int8
-        self.links: np.ndarray = np.zeros((0, 0), dtype=i64)  # link ids, -1 past deg
-        self.coef: np.ndarray = np.zeros((0, 0), dtype=f64)  # share on each link
-        self.pos: np.ndarray = np.zeros((0, 0), dtype=i64)  # place in the link's segment
-        self.deg: np.ndarray = np.zeros(0, dtype=i64)  # links used
         self.cap: np.ndarray = np.zeros(0, dtype=f64)  # rate cap, bits/s
         self.rate: np.ndarray = np.zeros(0, dtype=f64)  # bits/s
         self.rtry: np.ndarray = np.zeros(0, dtype=f64)  # settle(): the set's new rates
@@ -158,108 +137,25 @@ class MaxMinKernel:
     def _alloc(self, slots: int, width: int) -> None:
         """Room for ``slots`` connections of up to ``width`` links (contents kept)."""
         old, w_old = self.nslots, self.width
-        links = np.full((slots, width), -1, dtype=np.int64)
-        coef = np.zeros((slots, width))
-        pos = np.zeros((slots, width), dtype=np.int64)
-        links[:old, :w_old] = self.links
-        coef[:old, :w_old] = self.coef
-        pos[:old, :w_old] = self.pos
-        self.links, self.coef, self.pos = links, coef, pos
-        self.deg = _grown(self.deg, slots, 0)
-        self.cap = _grown(self.cap, slots, _INF)
-        self.rate = _grown(self.rate, slots, 0.0)
-        self.rtry = _grown(self.rtry, slots, 0.0)
-        self.remaining = _grown(self.remaining, slots, 0.0)
-        self.t_upd = _grown(self.t_upd, slots, 0.0)
-        self.bneck = _grown(self.bneck, slots, _UNKNOWN)
-        self.version = _grown(self.version, slots, 0)
-        self.active = _grown(self.active, slots, 0)
-        self.smark = _grown(self.smark, slots, 0)
-        self.frozen = _grown(self.frozen, slots, 0)
-        self.sbuf = _grown(self.sbuf, slots, 0)
-        self.cbuf = _grown(self.cbuf, slots, 0)
-        self.fbuf = _grown(self.fbuf, slots, 0)
-        self.seed = _grown(self.seed, slots, 0)
+        Incidence._alloc(self, slots, width)
+        self.cap = grown(self.cap, slots, _INF)
+        self.rate = grown(self.rate, slots, 0.0)
+        self.rtry = grown(self.rtry, slots, 0.0)
+        self.remaining = grown(self.remaining, slots, 0.0)
+        self.t_upd = grown(self.t_upd, slots, 0.0)
+        self.bneck = grown(self.bneck, slots, _UNKNOWN)
+        self.version = grown(self.version, slots, 0)
+        self.active = grown(self.active, slots, 0)
+        self.smark = grown(self.smark, slots, 0)
+        self.frozen = grown(self.frozen, slots, 0)
+        self.sbuf = grown(self.sbuf, slots, 0)
+        self.cbuf = grown(self.cbuf, slots, 0)
+        self.fbuf = grown(self.fbuf, slots, 0)
+        self.seed = grown(self.seed, slots, 0)
         if width == w_old:  # more slots: the new ones go on the free list, highest first
             self.free = list(range(slots - 1, old - 1, -1)) + self.free
         else:  # wider rows (the reference solver's rule: every inactive slot, highest first)
             self.free = [s for s in range(slots - 1, -1, -1) if not self.active[s]]
-        self.nslots, self.width = slots, width
-
-    def _link_append(self, link: int, slot: int, col: int) -> None:
-        n = self.llen[link]
-        if n == self.lcap[link]:
-            new = max(4, 2 * n)
-            if self.pool_top + new > len(self.pool_slot):
-                self._compact(new)
-            start, top = self.lstart[link], self.pool_top
-            for i in range(n):
-                self.pool_slot[top + i] = self.pool_slot[start + i]
-                self.pool_col[top + i] = self.pool_col[start + i]
-            self.lstart[link] = top
-            self.lcap[link] = new
-            self.pool_top = top + new
-        p = self.lstart[link] + n
-        self.pool_slot[p] = slot
-        self.pool_col[p] = col
-        self.pos[slot, col] = n
-        self.llen[link] = n + 1
-
-    def _link_remove(self, link: int, slot: int, col: int) -> None:
-        start = self.lstart[link]
-        last = self.llen[link] - 1
-        p = self.pos[slot, col]
-        if p != last:
-            s2 = self.pool_slot[start + last]
-            c2 = self.pool_col[start + last]
-            self.pool_slot[start + p] = s2
-            self.pool_col[start + p] = c2
-            self.pos[s2, c2] = p
-        self.llen[link] = last
-
-    def _compact(self, need: int) -> None:
-        """Repack every link's segment at the start of a pool with room for ``need`` more."""
-        n = np.asarray(self.llen)
-        cap = np.asarray(self.lcap)
-        used = int(cap.sum())
-        size = max(2 * (used + need), len(self.pool_slot))
-        start = np.concatenate(([0], np.cumsum(cap)[:-1])).astype(np.int64)
-        # perf: one gather for every entry (a loop over 400,000 links took a second at k = 64)
-        offset = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
-        old = np.repeat(np.asarray(self.lstart), n) + offset
-        new = np.repeat(start, n) + offset
-        ps = np.zeros(size, dtype=np.int64)
-        pc = np.zeros(size, dtype=np.int64)
-        ps[new] = np.asarray(self.pool_slot)[old]
-        pc[new] = np.asarray(self.pool_col)[old]
-        self.lstart = start
-        self.pool_slot, self.pool_col, self.pool_top = ps, pc, used
-
-    def _attach(self, slot: int, links: np.ndarray, coefs: np.ndarray) -> None:
-        d = len(links)
-        if d > self.width:
-            self._alloc(self.nslots, max(d, 2 * self.width))
-        for c in range(d):
-            link = links[c]
-            self.links[slot, c] = link
-            self.coef[slot, c] = coefs[c]
-            self._link_append(link, slot, c)
-        self.deg[slot] = d
-
-    def _detach(self, slot: int) -> None:
-        for c in range(self.deg[slot]):
-            link = self.links[slot, c]
-            self._link_remove(link, slot, c)
-            self._mark_changed(link)
-            self.links[slot, c] = -1
-            self.coef[slot, c] = 0.0
-        self.deg[slot] = 0
-
-    def _mark_changed(self, link: int) -> None:
-        if self.cmark[link] != self.cepoch:
-            self.cmark[link] = self.cepoch
-            self.changed[self.nchanged] = link
-            self.nchanged += 1
 
     def _seed(self, slot: int) -> None:
         if self.nseed == len(self.seed):
@@ -483,7 +379,32 @@ class MaxMinKernel:
         The sums and comparisons are the ones of filling member by member, in the same order."""
         self._touch(n)
         integral = self._list_members(n)
-        for k in range(self.nl):  # residual capacity: the links' capacity minus the others' use
+        self._residual(ep)
+        live = self._start_members(n)
+        nc = self._list_capped(n)
+        na = self._demand_links()
+        cp = 0
+        level = 0.0
+        while live:
+            while cp < nc and self.frozen[self.cbuf[cp]]:
+                cp += 1
+            step = self._step(cp, nc, na, level)
+            if step == _INF:  # no link and no cap: cannot happen for a routed connection
+                self._unbounded(n)
+                break
+            step = max(step, 0.0)
+            self.fill_rounds += 1
+            ns = self._saturate(na, step)
+            level += step
+            nf = self._stop_capped(cp, nc, level)
+            nf = self._stop_saturated(ns, nf, level)
+            live -= nf
+            if nf:
+                na = self._drop_demand(nf, na, integral)
+
+    def _residual(self, ep: int) -> None:
+        """``lrem`` of the set's links: their capacity minus what the others use."""
+        for k in range(self.nl):
             link = self.lbuf[k]
             used = 0.0
             start = self.lstart[link]
@@ -492,8 +413,11 @@ class MaxMinKernel:
                 if self.smark[s] != ep:
                     used += self.coef[s, self.pool_col[p]] * self.rate[s]
             self.lrem[link] = max(self.capacity[link] - used, 0.0)
+
+    def _start_members(self, n: int) -> int:
+        """Every member at rate 0, rising unless its cap is 0 or it crosses a failed link
+        (then it never moves); returns how many rise."""
         live = 0
-        nc = 0
         for k in range(n):
             s = self.sbuf[k]
             self.rtry[s] = 0.0
@@ -504,106 +428,134 @@ class MaxMinKernel:
                 continue
             for c in range(self.deg[s]):
                 link = self.links[s, c]
-                if self.capacity[link] <= 0:  # a failed link: the connection never moves
+                if self.capacity[link] <= 0:
                     self.frozen[s] = 1
                     self.bneck[s] = link
                     break
             if not self.frozen[s]:
                 live += 1
-                if self.cap[s] < _INF:
-                    self.cbuf[nc] = s
-                    nc += 1
-        if nc > 1:  # the capped members by cap (stable: ties in set order)
+        return live
+
+    def _list_capped(self, n: int) -> int:
+        """``cbuf``: the rising members with a cap, by cap (stable: ties in set order);
+        returns how many."""
+        nc = 0
+        for k in range(n):
+            s = self.sbuf[k]
+            if not self.frozen[s] and self.cap[s] < _INF:
+                self.cbuf[nc] = s
+                nc += 1
+        if nc > 1:
             capped = np.asarray(self.cbuf)[:nc]
             capped[:] = capped[np.argsort(np.asarray(self.cap)[capped], kind="stable")]
+        return nc
+
+    def _demand_links(self) -> int:
+        """``abuf``: the set's links with demand (``ldem`` > 0); returns how many."""
         na = 0
-        for k in range(self.nl):  # the links with demand: abuf[:na]
+        for k in range(self.nl):
             link = self.lbuf[k]
             self._demand(link)
             if self.ldem[link] > 0:
                 self.abuf[na] = link
                 na += 1
-        cp = 0
-        level = 0.0
-        while live:
-            step = _INF
-            while cp < nc and self.frozen[self.cbuf[cp]]:
-                cp += 1
-            if cp < nc:
-                step = self.cap[self.cbuf[cp]] - level
-            for k in range(na):
-                link = self.abuf[k]
-                step = min(step, self.lrem[link] / self.ldem[link])
-            if step == _INF:  # no link and no cap: cannot happen for a routed connection
-                for k in range(n):
-                    s = self.sbuf[k]
-                    if not self.frozen[s]:
-                        self.rtry[s] = _INF
-                        self.frozen[s] = 1
-                        self.bneck[s] = _CAP
-                break
-            step = max(step, 0.0)
-            self.fill_rounds += 1
-            ns = 0  # the links saturated by this step: satb[:ns]
-            for k in range(na):
-                link = self.abuf[k]
-                self.lrem[link] -= step * self.ldem[link]
-                if self.lrem[link] <= self.tol[link]:
-                    self.satb[ns] = link
-                    ns += 1
-            level += step
-            nf = 0  # the members that stop this round: fbuf[:nf]
-            while cp < nc:
-                s = self.cbuf[cp]
-                if not self.frozen[s]:
-                    if level < self.cap[s] * (1 - _EPS):
-                        break
-                    self.rtry[s] = level
-                    self.frozen[s] = 1
-                    self.bneck[s] = _CAP
-                    self.fbuf[nf] = s
-                    nf += 1
-                cp += 1
-            for k in range(ns):
-                link = self.satb[k]
-                start = self.mfirst[link]
-                for p in range(start, start + self.mcnt[link]):
-                    s = self.mslot[p]
-                    if self.frozen[s]:
-                        continue
-                    self.rtry[s] = level
-                    self.frozen[s] = 1
-                    self.fbuf[nf] = s
-                    nf += 1
-                    for c in range(self.deg[s]):  # its first saturated link, in its own order
-                        b = self.links[s, c]
-                        if self.lrem[b] <= self.tol[b]:
-                            self.bneck[s] = b
-                            break
-            live -= nf
-            for k in range(ns):
-                self.lrem[self.satb[k]] = 0.0
-            if nf == 0:
-                continue
-            self.depoch += 1
-            for f in range(nf):
-                s = self.fbuf[f]
+        return na
+
+    def _step(self, cp: int, nc: int, na: int, level: float) -> float:
+        """How far ``level`` rises this round: to the next cap (``cbuf[cp]``) or until the
+        first link of ``abuf[:na]`` saturates."""
+        step = _INF
+        if cp < nc:
+            step = self.cap[self.cbuf[cp]] - level
+        for k in range(na):
+            link = self.abuf[k]
+            step = min(step, self.lrem[link] / self.ldem[link])
+        return step
+
+    def _unbounded(self, n: int) -> None:
+        """The rising members at an infinite rate (nothing bounds them)."""
+        for k in range(n):
+            s = self.sbuf[k]
+            if not self.frozen[s]:
+                self.rtry[s] = _INF
+                self.frozen[s] = 1
+                self.bneck[s] = _CAP
+
+    def _saturate(self, na: int, step: float) -> int:
+        """The links of ``abuf[:na]`` give ``step`` times their demand; ``satb``: the ones
+        now saturated (returns how many)."""
+        ns = 0
+        for k in range(na):
+            link = self.abuf[k]
+            self.lrem[link] -= step * self.ldem[link]
+            if self.lrem[link] <= self.tol[link]:
+                self.satb[ns] = link
+                ns += 1
+        return ns
+
+    def _stop_capped(self, cp: int, nc: int, level: float) -> int:
+        """The capped members from ``cbuf[cp]`` whose cap ``level`` reached stop there
+        (``fbuf``, from 0); returns how many."""
+        nf = 0
+        while cp < nc:
+            s = self.cbuf[cp]
+            if not self.frozen[s]:
+                if level < self.cap[s] * (1 - _EPS):
+                    break
+                self.rtry[s] = level
+                self.frozen[s] = 1
+                self.bneck[s] = _CAP
+                self.fbuf[nf] = s
+                nf += 1
+            cp += 1
+        return nf
+
+    def _stop_saturated(self, ns: int, nf: int, level: float) -> int:
+        """The members still rising on the saturated links ``satb[:ns]`` stop at ``level``,
+        bottlenecked on the first saturated link in their own order (``fbuf`` from ``nf``);
+        returns the new ``nf``.  The saturated links are left with nothing."""
+        for k in range(ns):
+            link = self.satb[k]
+            start = self.mfirst[link]
+            for p in range(start, start + self.mcnt[link]):
+                s = self.mslot[p]
+                if self.frozen[s]:
+                    continue
+                self.rtry[s] = level
+                self.frozen[s] = 1
+                self.fbuf[nf] = s
+                nf += 1
                 for c in range(self.deg[s]):
-                    link = self.links[s, c]
-                    if self.dmark[link] == self.depoch:
-                        continue
-                    if integral:  # perf: whole coefficients: subtracting is exact
-                        self.ldem[link] -= self.coef[s, c]
-                    else:
-                        self.dmark[link] = self.depoch
-                        self._demand(link)
-            kept = 0
-            for k in range(na):
-                link = self.abuf[k]
-                if self.ldem[link] > 0:
-                    self.abuf[kept] = link
-                    kept += 1
-            na = kept
+                    b = self.links[s, c]
+                    if self.lrem[b] <= self.tol[b]:
+                        self.bneck[s] = b
+                        break
+        for k in range(ns):
+            self.lrem[self.satb[k]] = 0.0
+        return nf
+
+    def _drop_demand(self, nf: int, na: int, integral: bool) -> int:
+        """The links of the stopped members ``fbuf[:nf]`` lose their demand; ``abuf[:na]``
+        keeps the links with demand left (returns how many)."""
+        self.depoch += 1
+        for f in range(nf):
+            s = self.fbuf[f]
+            for c in range(self.deg[s]):
+                link = self.links[s, c]
+                if self.dmark[link] == self.depoch:
+                    continue
+                if integral:  # perf: whole coefficients: subtracting is exact
+                    self.ldem[link] -= self.coef[s, c]
+                else:
+                    self.dmark[link] = self.depoch
+                    self._demand(link)
+        kept = 0
+        for k in range(na):
+            link = self.abuf[k]
+            if self.ldem[link] > 0:
+                self.abuf[kept] = link
+                kept += 1
+        return kept
 
     def _list_members(self, n: int) -> bool:
         """Each link of ``lbuf[:nl]`` lists the set's members on it, in set order:
@@ -732,10 +684,3 @@ class MaxMinKernel:
             s = self.pool_slot[p]
             used += self.coef[s, self.pool_col[p]] * self.rate[s]
         return used
-
-
-def _grown(old: np.ndarray, size: int, fill: float) -> np.ndarray:
-    """``old`` extended to ``size`` (at least its own length) with ``fill``, same dtype."""
-    out = np.full(max(size, len(old)), fill, dtype=np.asarray(old).dtype)
-    out[: len(old)] = old
-    return out

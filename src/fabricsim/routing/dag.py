@@ -133,50 +133,8 @@ class PairDags:
     def _dag(self, v0: int, leaf: int, dst: int, even: bool) -> LinkShares:
         """From ``v0`` down the ECMP groups to ``leaf``, then two passes over the nodes in
         topological order (a depth-first post-order: ECMP forwarding has no loops)."""
-        fab = self.fabric
-        hosts = fab.num_hosts
-        link_dst = fab.link_dst
-        out: dict[int, tuple[list[int], list[int]]] = {}  # node -> (its links, their heads)
-        weight: dict[int, float] = {}  # node -> the weight of each of its members
-        post: list[int] = []  # every node after all the nodes below it
-        seen = {v0}
-        stack = [(v0, 0)]
-        while stack:
-            u, i = stack.pop()
-            if i == 0 and u != leaf and u >= hosts:  # not the sink nor a dead end: expand
-                group = fab.ecmp_group(u, dst).tolist()
-                out[u] = (group, [int(link_dst[link]) for link in group])
-                weight[u] = 1.0 if even else 1.0 / len(group) if group else 0.0
-            heads = out[u][1] if u in out else []
-            if i < len(heads):
-                stack.append((u, i + 1))
-                v = heads[i]
-                if v not in seen:
-                    seen.add(v)
-                    stack.append((v, 0))
-            else:
-                post.append(u)
-        reach: dict[int, float] = {leaf: 1.0}  # R: paths (share) from a node to the leaf
-        count: dict[int, int] = {leaf: 1}  # paths from a node to the leaf
-        worst: dict[int, int] = {leaf: 0}
-        best: dict[int, int] = {leaf: 0}
-        hop = self._hop
-        for u in post:
-            if u not in out:
-                continue
-            group, heads = out[u]
-            r, c = 0.0, 0
-            hi, lo = -1, -1
-            for link, v in zip(group, heads, strict=True):
-                rv = reach.get(v, 0.0)
-                if rv > 0.0:
-                    r += rv
-                    c += count[v]
-                    t = hop[link]
-                    hi = max(hi, t + worst[v])
-                    lo = t + best[v] if lo < 0 else min(lo, t + best[v])
-            if r > 0.0:
-                reach[u], count[u], worst[u], best[u] = r * weight[u], c, hi, lo
+        out, weight, post = self._expand(v0, leaf, dst, even)
+        reach, count, worst, best = self._toward_leaf(out, weight, post, leaf)
         total = reach.get(v0, 0.0)
         if total <= 0.0:
             empty = np.empty(0, dtype=np.int64)
@@ -209,6 +167,68 @@ class PairDags:
             worst[v0],
             best[v0],
         )
+
+    def _expand(
+        self, v0: int, leaf: int, dst: int, even: bool
+    ) -> tuple[dict[int, tuple[list[int], list[int]]], dict[int, float], list[int]]:
+        """The nodes below ``v0`` toward ``leaf``: (node -> (its group's links, their heads),
+        node -> the weight of each of its members, every node after all the nodes below it)."""
+        fab = self.fabric
+        hosts = fab.num_hosts
+        link_dst = fab.link_dst
+        out: dict[int, tuple[list[int], list[int]]] = {}
+        weight: dict[int, float] = {}
+        post: list[int] = []
+        seen = {v0}
+        stack = [(v0, 0)]
+        while stack:
+            u, i = stack.pop()
+            if i == 0 and u != leaf and u >= hosts:  # not the sink nor a dead end: expand
+                group = fab.ecmp_group(u, dst).tolist()
+                out[u] = (group, [int(link_dst[link]) for link in group])
+                weight[u] = 1.0 if even else 1.0 / len(group) if group else 0.0
+            heads = out[u][1] if u in out else []
+            if i < len(heads):
+                stack.append((u, i + 1))
+                v = heads[i]
+                if v not in seen:
+                    seen.add(v)
+                    stack.append((v, 0))
+            else:
+                post.append(u)
+        return out, weight, post
+
+    def _toward_leaf(
+        self,
+        out: dict[int, tuple[list[int], list[int]]],
+        weight: dict[int, float],
+        post: list[int],
+        leaf: int,
+    ) -> tuple[dict[int, float], dict[int, int], dict[int, int], dict[int, int]]:
+        """Per node that reaches ``leaf``: R (paths, as a share, to the leaf), the path count,
+        the slowest and the fastest path's unloaded delay."""
+        reach: dict[int, float] = {leaf: 1.0}
+        count: dict[int, int] = {leaf: 1}
+        worst: dict[int, int] = {leaf: 0}
+        best: dict[int, int] = {leaf: 0}
+        hop = self._hop
+        for u in post:
+            if u not in out:
+                continue
+            group, heads = out[u]
+            r, c = 0.0, 0
+            hi, lo = -1, -1
+            for link, v in zip(group, heads, strict=True):
+                rv = reach.get(v, 0.0)
+                if rv > 0.0:
+                    r += rv
+                    c += count[v]
+                    t = hop[link]
+                    hi = max(hi, t + worst[v])
+                    lo = t + best[v] if lo < 0 else min(lo, t + best[v])
+            if r > 0.0:
+                reach[u], count[u], worst[u], best[u] = r * weight[u], c, hi, lo
+        return reach, count, worst, best
 
     def shortest_s(self, src: int, dst: int) -> float:
         """The fastest path's unloaded pipeline delay from ``src`` to ``dst``, s (0.0 without

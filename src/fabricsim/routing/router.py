@@ -77,6 +77,23 @@ def _modulo(h: np.ndarray, size: int | np.ndarray, work: np.ndarray) -> np.ndarr
     return np.remainder(h, size, out=h)
 
 
+def _by_value(values: np.ndarray) -> list[np.ndarray]:
+    """Indices of ``values`` grouped by value (groups by increasing value, indices in order)."""
+    order = np.argsort(values, kind="stable")
+    cuts = np.flatnonzero(np.diff(values[order])) + 1
+    return [g for g in np.split(order, cuts) if len(g)]
+
+
+def _paths_of(hops: list[np.ndarray], alive: np.ndarray) -> list[Path | None]:
+    """Per flow, its link at each stage (-1 past its end) as a path; None where it died."""
+    every = np.stack(hops, axis=1)
+    depth = (every >= 0).sum(axis=1)
+    rows = every.tolist()
+    return [
+        tuple(row[: int(d)]) if ok else None for row, d, ok in zip(rows, depth, alive, strict=True)
+    ]
+
+
 @dataclass(eq=False)
 class Router:
     """ECMP forwarding on a fabric with one hash method and per-switch salts.
@@ -239,9 +256,7 @@ class Router:
         leaf = fab.host_leaf[dst].astype(np.int64)
         hops = [first]
         alive = np.ones(n, dtype=bool)
-        by_leaf = np.argsort(leaf, kind="stable")
-        cuts = np.flatnonzero(np.diff(leaf[by_leaf])) + 1
-        groups = [g for g in np.split(by_leaf, cuts) if len(g)]
+        groups = _by_value(leaf)
         up_start, up_links = fab.up_groups()
         array_hash = hash_method(self.method).array
         assert array_hash is not None  # deterministic
@@ -294,13 +309,7 @@ class Router:
             node = np.where(link >= 0, fab.link_dst[np.maximum(link, 0)], node)
             if len(hops) > 64:
                 raise RuntimeError("routing loop")
-        every = np.stack(hops, axis=1)
-        depth = (every >= 0).sum(axis=1)
-        rows = every.tolist()
-        return [
-            tuple(row[: int(d)]) if ok else None
-            for row, d, ok in zip(rows, depth, alive, strict=True)
-        ]
+        return _paths_of(hops, alive)
 
     def _plane_members(self, rows, src, dst, ports, start, size, table, elinks, up_links):
         """The NIC stage of :meth:`route_many` under a plane rule, flow by flow in order."""
