@@ -85,7 +85,7 @@ def test_conservation_is_checked_against_link_counters(monkeypatch):
     sc = fabricsim.load_scenario("ecmp-collision")
     good = fabricsim.run(sc, engine="flow").summary
     assert good["bytes_conserved"] is True and good["link_counters_match_flows"] is True
-    from fabricsim.experiments import runner
+    from fabricsim.experiments import engines
 
     class Leaky(fe.FlowEngine):  # (the compiled engine's methods are overridden, not patched)
         def _complete(self, slot):  # lose 1 % of what host0's uplink carried: it must notice
@@ -93,7 +93,7 @@ def test_conservation_is_checked_against_link_counters(monkeypatch):
             counters = np.asarray(self.rates.link_bytes)
             counters[self.fabric.host_uplink[0]] *= 0.99
 
-    monkeypatch.setattr(runner, "FlowEngine", Leaky)
+    monkeypatch.setattr(engines, "FlowEngine", Leaky)  # what the flow engine's builder makes
     bad = fabricsim.run(sc, engine="flow").summary
     assert bad["link_counters_match_flows"] is False
     assert bad["bytes_conserved"] is False
