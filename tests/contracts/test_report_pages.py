@@ -93,6 +93,7 @@ def _run_page(d: Path, capsys: pytest.CaptureFixture[str]) -> None:
         assert fig.stat().st_size > 1000, fig.name
 
 
+@pytest.mark.full
 @pytest.mark.parametrize(("name", "engine"), CASES)
 def test_run_study_and_sweep_pages(name: str, engine: str, tmp_path: Path, capsys) -> None:
     assert name in TINY, f"add a tiny setting to TINY for {name!r}"

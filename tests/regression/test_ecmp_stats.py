@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from scipy.stats import binomtest, chisquare, norm
 
 import fabricsim
@@ -84,6 +85,7 @@ def _failures(checks: dict[str, tuple[bool, str]]) -> list[str]:
     return [f"{name}: {detail}" for name, (ok, detail) in checks.items() if not ok]
 
 
+@pytest.mark.full
 def test_ecmp_collisions_match_the_exact_math():
     """One test, so that xdist runs the seeds once."""
     sc = fabricsim.load_scenario("ecmp-collision")

@@ -24,6 +24,7 @@ def test_example_scenario_runs(path, tmp_path):
     assert res.summary["bytes_conserved"] is True
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
 def test_example_script_runs(path, tmp_path):
     proc = subprocess.run(

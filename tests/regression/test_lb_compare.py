@@ -25,6 +25,7 @@ def table():
     return res.table.set_index("method")
 
 
+@pytest.mark.full
 def test_ecmp_is_much_slower_than_per_packet_spraying(table):
     assert table.loc["ecmp", "fct_mean_us"] >= 1.4 * table.loc["spray", "fct_mean_us"]
     assert table.loc["ecmp", "fct_mean_us"] >= 1.4 * table.loc["oblivious", "fct_mean_us"]

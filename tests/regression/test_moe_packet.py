@@ -111,6 +111,7 @@ def test_paced_sender_at_full_rate_catches_up_nic_contention(tmp_path, monkeypat
 
 
 # -- the paper's claim, reduced: rate-based vs round robin (NSCC, trimming, 1-BDP buffers) ----
+@pytest.mark.full
 @pytest.mark.parametrize("lb", list(LB))
 def test_rate_based_beats_round_robin(lb):
     rr = run_or_skip(dispatch("round_robin", lb))

@@ -374,6 +374,7 @@ def test_ecmp_math_small_case_stays_exact(tmp_path):
     assert data["p_no_collision"] == 0.00240325927734375
 
 
+@pytest.mark.full
 def test_ports_65536_members_lists_every_port(tmp_path):
     outcome = run_cli(["ports", "--paths", "65536", "--json"], tmp_path, wall_s=WALL_S)
     assert outcome.code == 0, outcome.stderr
@@ -381,6 +382,7 @@ def test_ports_65536_members_lists_every_port(tmp_path):
     assert len(paths) == 65536 and sum(p["count"] for p in paths.values()) == 65536
 
 
+@pytest.mark.full
 def test_report_of_good_outputs_still_works(tmp_path, outputs):
     for name in ("run", "sweep"):
         d = tmp_path / name

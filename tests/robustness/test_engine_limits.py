@@ -424,6 +424,7 @@ def test_packet_engine_automatic_limit_stays_inside_int64():
     assert eng.time_limit_ps() == LIMIT_MAX_PS == 4 * MAX_TIME_PS < 2**63
 
 
+@pytest.mark.full
 def test_packet_timeline_sampler_caps_its_rows_at_run_time():
     sc = load_scenario("moe").with_overrides({"engine.max_memory_gb": 0.001})
     eng = _packet(sc)

@@ -132,6 +132,7 @@ SWEEP = ["sweep", "ark", "--grid", "workload.qps=10,15,20,25,30,35", "--seeds", 
          "--workers", "2", "--out", "S", "--quiet"]  # fmt: skip
 
 
+@pytest.mark.full
 def test_sigint_mid_sweep_exits_130_leaving_no_worker_and_no_partial_output(tmp_path: Path):
     proc = _start(SWEEP, tmp_path)
     _wait_for(
@@ -145,6 +146,7 @@ def test_sigint_mid_sweep_exits_130_leaving_no_worker_and_no_partial_output(tmp_
     _assert_interrupted(code, err)
 
 
+@pytest.mark.full
 def test_sigkilled_sweep_driver_takes_its_workers_and_forkserver_with_it(tmp_path: Path):
     proc = _start(SWEEP, tmp_path)
     _wait_for(proc, lambda: _children(proc.pid) >= 4)  # resource tracker, forkserver, 2 workers
@@ -158,6 +160,7 @@ def test_sigkilled_sweep_driver_takes_its_workers_and_forkserver_with_it(tmp_pat
     _assert_whole_sweep_or_nothing(tmp_path / "S")
 
 
+@pytest.mark.full
 def test_sigint_mid_compare_with_workers(tmp_path: Path):
     proc = _start(["compare", "ark", "--workers", "2", "--out", "C", "--quiet"], tmp_path)
     _wait_for(proc, lambda: _children(proc.pid) >= 4)
@@ -169,6 +172,7 @@ def test_sigint_mid_compare_with_workers(tmp_path: Path):
     _assert_interrupted(code, err)
 
 
+@pytest.mark.full
 def test_sigint_mid_run_keeps_the_previous_output(tmp_path: Path):
     out = tmp_path / "R"
     fabricsim.run("ecmp-collision").save(out)
@@ -215,6 +219,7 @@ print("alive" if manager.is_alive() else "ended", flush=True)
 """
 
 
+@pytest.mark.full
 def test_stop_pool_ends_the_manager_thread_after_a_worker_died_mid_result(tmp_path: Path):
     """A worker terminated while writing a result must not leave the driver hanging at exit."""
     (tmp_path / "halfresult.py").write_text(_HALF_RESULT)
@@ -270,6 +275,7 @@ TERMINATED = {  # verb -> (argv, at work: ready(proc, tmp_path))
 }
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("verb", sorted(TERMINATED))
 def test_sigterm_ends_every_verb_with_one_line_143_and_nothing_half_written(
     verb: str, tmp_path: Path

@@ -15,6 +15,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 from harness import assert_refused, run_cli, snapshot
 from hypothesis import HealthCheck, given, settings
@@ -80,6 +81,7 @@ def _set(data: dict, key: str, value) -> None:
     node[parts[-1]] = value
 
 
+@pytest.mark.full
 @settings(
     max_examples=60,
     deadline=None,

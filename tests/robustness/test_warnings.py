@@ -23,6 +23,7 @@ STUDY = ["study", "spray-example", "--set", "nic.packet_spraying_type=reps",
          "--vs", "switch.load_balancing_method=flowlet,ecmp", "--seeds", "2", "--workers", "2"]  # fmt: skip
 
 
+@pytest.mark.full
 @pytest.mark.parametrize(
     "argv",
     [

@@ -24,6 +24,8 @@ import fabricsim
 from fabricsim.analysis.ecmp_math import ecmp_collision_stats
 from fabricsim.config import load_scenario
 
+pytestmark = pytest.mark.full  # every test here shares the QP-scaling sweeps (about 10 s)
+
 EXPECTED = {1: 2.60, 2: 2.10, 4: 1.76, 8: 1.53, 16: 1.37}
 SEEDS = {1: 600, 2: 200, 4: 200, 8: 200, 16: 200}  # the seed counts (slow tier)
 FAST_SEEDS = {1: 240, 2: 120, 4: 60, 8: 40, 16: 30}  # CI tier: about a third of the time

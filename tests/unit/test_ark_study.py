@@ -27,6 +27,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 QPS = (1, 5, 10, 15, 20, 25, 30)
 
 
+@pytest.mark.full
 def test_default_study_runs_the_qps_grid_paired_with_figures(tmp_path, capsys):
     study = default_study(tmp_path, ["workload.requests=40"], seed=None, quiet=True, seeds=2)
     assert capsys.readouterr().out == ""
@@ -50,6 +51,7 @@ def test_default_study_runs_the_qps_grid_paired_with_figures(tmp_path, capsys):
     assert study.grid == {"workload.qps": list(QPS)}
 
 
+@pytest.mark.full
 def test_default_study_prints_the_trend_table(tmp_path, capsys):
     default_study(tmp_path, ["workload.requests=30"], seed=4, quiet=False, seeds=1)
     out = capsys.readouterr().out
@@ -63,12 +65,14 @@ def test_default_study_prints_the_trend_table(tmp_path, capsys):
     assert (tmp_path / "qps25-ark-seed4").is_dir()
 
 
+@pytest.mark.full
 def test_a_set_qps_runs_that_rate_alone(tmp_path):
     default_study(tmp_path, ["workload.requests=20", "workload.qps=10"], None, True, seeds=1)
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["ark-seed1", "ecmp-seed1"]
     assert (tmp_path / "spine_heatmap_all.png").exists()
 
 
+@pytest.mark.full
 def test_cli_run_without_scenario_runs_the_study(tmp_path, capsys):
     code = main([
         "run", "--set", "workload.requests=25", "--set", "workload.qps=25", "--seed", "7",
@@ -82,6 +86,7 @@ def test_cli_run_without_scenario_runs_the_study(tmp_path, capsys):
     assert "mean TTFT" in captured.out
 
 
+@pytest.mark.full
 def test_cli_study_quiet_prints_nothing(tmp_path, capsys):
     argv = ["run", "--set", "workload.requests=20", "--set", "workload.qps=5", "--quiet"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
@@ -148,6 +153,7 @@ def test_spine_grid_keeps_peaks_and_carries_values():
     np.testing.assert_array_equal(grid, [[5, 0, 0], [2, 2, 3]])
 
 
+@pytest.mark.full
 def test_study_replaces_a_previous_output_whole_and_refuses_a_foreign_dir(tmp_path, capsys):
     out = tmp_path / "study"
     default_study(out, ["workload.requests=20", "workload.qps=5"], None, True, seeds=2)

@@ -60,6 +60,7 @@ def test_pure_mode_runs_the_sources():
     assert _run(pure=True)["mode"] == "pure"
 
 
+@pytest.mark.full
 @pytest.mark.skipif(
     core_mode() == "pure" and not os.environ.get("CI"),
     reason="no compiled core in this install (CI requires one)",
@@ -71,6 +72,7 @@ def test_compiled_and_pure_give_identical_results():
     assert compiled["flows"] == pure["flows"]
 
 
+@pytest.mark.full
 @pytest.mark.skipif(
     core_mode() == "pure" and not os.environ.get("CI"),
     reason="no compiled core in this install (CI requires one)",
@@ -143,6 +145,7 @@ def _property_runs(pure: bool, cases: int) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.full
 @pytest.mark.skipif(
     core_mode() == "pure" and not os.environ.get("CI"),
     reason="no compiled core in this install (CI requires one)",

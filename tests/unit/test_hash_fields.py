@@ -92,6 +92,7 @@ def _tolerance(q: int) -> tuple[float, float]:
     return st.slowdown, Z * sd / math.sqrt(SEEDS)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize(
     ("overrides", "q"),
     [

@@ -50,6 +50,7 @@ def test_both_engines_send_at_the_hosts_own_rate():
         assert fct == pytest.approx(1_000_000 * 8 / 25e9, rel=0.06), engine
 
 
+@pytest.mark.full
 def test_rate_based_moe_stays_near_its_bound_on_mixed_nics():
     """``003_*.txt`` section 7: the rate-based schedule normalises each port by its own rate."""
     rates = [200.0] * 24 + [400.0] * 24 + [800.0] * 16

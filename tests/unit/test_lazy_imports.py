@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("pandas", "pyarrow", "scipy", "matplotlib", "dask", "rich")
 
 
@@ -32,6 +34,7 @@ def test_the_lazy_module_imports_on_first_use():
 CM = "Nodes 16\nConnections 3\n0->9 id 1 start 0 size 20000\n3->12 id 2 start 5.5 size 1000\n15->0 id 7 start 2 size 4096\n"
 
 
+@pytest.mark.full
 def test_a_run_that_only_writes_its_files_imports_no_pandas(tmp_path):
     """`fabricsim run X --quiet`: packet and flow engine, a built-in and a .cm trace (pyarrow
     writes the files; rich is only imported to print)."""
@@ -93,6 +96,7 @@ def test_the_program_skips_teardown_after_a_single_run(tmp_path):
     assert (tmp_path / "b" / "summary.json").is_file()
 
 
+@pytest.mark.full
 def test_the_program_exits_as_usual_otherwise(tmp_path):
     cm = tmp_path / "t.cm"
     cm.write_text(CM)
@@ -106,6 +110,7 @@ def test_the_program_exits_as_usual_otherwise(tmp_path):
     assert other.returncode == 0 and other.stdout.endswith("teardown\n")
 
 
+@pytest.mark.full
 def test_a_single_run_of_the_program_goes_without_the_collector_and_main_keeps_it(tmp_path):
     cm = tmp_path / "t.cm"
     cm.write_text(CM)

@@ -34,6 +34,7 @@ def _lines(svg: str) -> list[int]:
     return [d.count("L") + 1 for d in groups]
 
 
+@pytest.mark.full
 def test_a_moe_run_report_has_the_two_figures(moe_dir):
     html = (moe_dir / "report.html").read_text()
     assert '<section id="moe-incast">' in html

@@ -149,6 +149,7 @@ def test_paced_senders_leave_no_backlog_with_mixed_nic_rates():
 
 
 # -- the exponential incast: engine vs the exact fluid solution and the paper -----------------
+@pytest.mark.full
 @pytest.mark.parametrize("n", [64, 128, 512])
 def test_pure_zipf_incast_matches_the_exact_fluid_solution(n):
     res = fabricsim.run(pure_zipf(n))

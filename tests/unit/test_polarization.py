@@ -40,6 +40,7 @@ def _predicted_crc32_dark(k: int, seed: int, salt_mode: str) -> int:
     return dark
 
 
+@pytest.mark.full
 def test_k8_crc32_per_switch_leaves_about_a_third_dark() -> None:
     t0 = time.perf_counter()
     r = hash_polarization(k=8, hash_method="crc32", salt_mode="per_switch", seed=1)
@@ -53,6 +54,7 @@ def test_k8_crc32_per_switch_leaves_about_a_third_dark() -> None:
     assert wall < 120
 
 
+@pytest.mark.full
 def test_k8_crc32_shared_salt_leaves_three_quarters_dark() -> None:
     r = hash_polarization(k=8, hash_method="crc32", salt_mode="shared", seed=1)
     assert r.links_unreached == 96 == _predicted_crc32_dark(8, 1, "shared")

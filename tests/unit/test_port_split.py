@@ -102,6 +102,7 @@ def _port_sets(router: Router) -> list[np.ndarray]:
     return [s.astype(np.int64) for s in sets]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_split_and_port_paths_equal_routing_each_port(name: str) -> None:
     router, reference = _routers(name)
@@ -114,6 +115,7 @@ def test_split_and_port_paths_equal_routing_each_port(name: str) -> None:
             assert router.port_paths(src, dst, ports) == [(p, len(v)) for p, v in want]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_ports_per_path_equals_routing_every_port(name: str) -> None:
     router, reference = _routers(name)

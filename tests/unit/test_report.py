@@ -81,6 +81,7 @@ def test_report_png_on_request(run_dir: Path, tmp_path: Path) -> None:
     assert main(["report", str(d), "--png"]) == 0
 
 
+@pytest.mark.full
 def test_report_is_self_contained(run_dir: Path, sweep_dir: Path) -> None:
     for d in (run_dir, sweep_dir):
         html = (d / "report.html").read_text()
@@ -133,6 +134,7 @@ def _browser() -> str:
     return exe
 
 
+@pytest.mark.full
 def test_browser_check_catches_errors(tmp_path: Path) -> None:
     """The checker itself can fail: a page with a console error, an exception, a broken image."""
     exe = _browser()
@@ -148,6 +150,7 @@ def test_browser_check_catches_errors(tmp_path: Path) -> None:
     assert "boom" in text and "notDefined" in text and "missing.png" in text
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("which", ["run", "ark-run", "sweep"])
 def test_report_opens_in_headless_chromium(
     which: str, run_dir: Path, ark_run_dir: Path, sweep_dir: Path

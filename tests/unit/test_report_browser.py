@@ -47,6 +47,7 @@ def _check(pages: list[Path], exe: str) -> None:
         assert check.title.startswith("fabricsim")
 
 
+@pytest.mark.full
 def test_default_study_pages_render_cleanly(tmp_path: Path, capsys) -> None:
     exe = _browser()
     out = tmp_path / "default"
@@ -57,6 +58,7 @@ def test_default_study_pages_render_cleanly(tmp_path: Path, capsys) -> None:
     _check(pages, exe)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("engine", ["packet", "flow"])
 def test_moe_study_pages_render_cleanly(engine: str, tmp_path: Path, capsys) -> None:
     exe = _browser()

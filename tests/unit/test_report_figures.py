@@ -124,6 +124,7 @@ def test_study_figures_use_human_labels(tmp_path, capsys):
     assert re.search(r"FCT \((µs|ms)\)", joined)
 
 
+@pytest.mark.full
 def test_sweep_cdfs_in_numeric_order(tmp_path):
     d = tmp_path / "sw"
     plan = plan_sweep("ecmp-collision", grid=["workload.size_bytes=4000000,1000000,2000000"])

@@ -24,6 +24,7 @@ def _study(tmp_path: Path, *extra: str) -> tuple[int, Path]:
     return code, out
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("engine", [["--engine", "flow"], ["--set", "engine.kind=flow"]])
 def test_flow_engine_moe_study_draws_its_figures(tmp_path, capsys, engine):
     """The flow engine's MoE timeline has no ``hot_utilization``: the figure draws what it has
@@ -85,6 +86,7 @@ def test_bad_input_is_not_swallowed():
     assert guarded("figure y", lambda: 1 / 0) is None
 
 
+@pytest.mark.full
 def test_figure_names_keep_the_values_decimals(tmp_path, capsys):
     """``cdf_zipf_s0.25.png`` beside ``moe_queue_zipf_s0.25.png`` (before: ``cdf_zipf_s0.png``,
     and the grid values 0.25 and 0.5 both wrote ``cdf_zipf_s0.png``); the page shows each."""

@@ -32,6 +32,7 @@ def test_single_run_prints_fabric_workload_and_scaled_units(capsys, tmp_path):
     assert len(lines) < 20
 
 
+@pytest.mark.full
 def test_packet_run_shows_shares_of_packets(capsys, tmp_path):
     code, out, _ = _run(capsys, "run", "moe", "--out", str(tmp_path / "m"))
     assert code == 0

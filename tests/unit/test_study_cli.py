@@ -72,6 +72,7 @@ def test_ecmp_vs_pinned_json_matches_a_direct_computation(capsys, tmp_path):
     assert {"study.csv", "study.json", "cdf_all.png", "ecmp-seed1", "pinned-seed5"} <= files
 
 
+@pytest.mark.full
 def test_ark_qps_grid_per_point_delta_and_figures(capsys, tmp_path):
     out_dir = tmp_path / "ark"
     code, out, err = _run(
@@ -135,6 +136,7 @@ def test_bad_study_input_is_one_line_exit_2_nothing_written(capsys, tmp_path, ar
     assert not target.exists()
 
 
+@pytest.mark.full
 def test_study_report_page(capsys, tmp_path):
     """`fabricsim report` on a study: the A-vs-B table per point, its figures, no empty section."""
     import re
@@ -168,6 +170,7 @@ def test_study_report_page(capsys, tmp_path):
     assert len(check.images) == 5 and check.broken_images == 0  # the inline SVG figures
 
 
+@pytest.mark.full
 def test_study_on_local_workers_and_on_dask_gives_the_same_table(tmp_path):
     from fabricsim.experiments.paired import run_paired
 

@@ -139,6 +139,7 @@ def _reference_table(plan) -> list[dict]:
     return [fabricsim.run(fabricsim.load_scenario(p.scenario)).summary for p in plan.points]
 
 
+@pytest.mark.full
 def test_sigkilled_sweep_resumes_and_ends_with_the_same_table(tmp_path: Path) -> None:
     out = tmp_path / "killed"
     sets = ["workload.requests=150"]
@@ -182,6 +183,7 @@ def _ark_plan():
     )  # fmt: skip
 
 
+@pytest.mark.full
 def test_dask_local_cluster_gives_the_local_pools_table(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     plan = _ark_plan()
@@ -205,6 +207,7 @@ def test_dask_local_cluster_gives_the_local_pools_table(tmp_path: Path) -> None:
     assert manifest == json.loads((tmp_path / "local" / MANIFEST).read_text())
 
 
+@pytest.mark.full
 def test_a_server_that_is_not_dask_is_one_line_exit_2(tmp_path: Path, capsys) -> None:
     import socket
 
