@@ -5,7 +5,7 @@ listed in ``src/fabricsim/_core_build.py``; everything else is in ``pyproject.to
 
 perf: a fresh build translates and compiles on every CPU (``cythonize(nthreads=)``,
 ``build_ext.parallel``) without debug information (``-g0``: the debug sections were 40 % of
-gcc's time on ``packetsim/core.c``); a module whose compiled file beside its source was built
+gcc's time on the packet core's largest module); a module whose compiled file beside its source was built
 from the same source text (the ``.srchash`` check of the runtime) is copied, not compiled
 again, so the Quickstart's second ``pip install -e`` does not rebuild what the first built.
 """
@@ -26,7 +26,7 @@ import _core_build  # noqa: E402  (the list of compiled modules, shared with the
 
 JOBS = max(1, min(len(_core_build.COMPILED), os.cpu_count() or 1))
 SECONDS_PER_MODULE_CPU = 9
-"""Measured: one module's translation and compilation, about 100 CPU seconds for the twelve."""
+"""Measured: a module's translation and compilation, about 100 CPU seconds for the 13 modules."""
 
 
 def _tell(text: str) -> None:
