@@ -413,7 +413,7 @@ def test_packet_engine_refuses_an_infinite_failure_time():
 
 
 def test_packet_engine_automatic_limit_stays_inside_int64():
-    from fabricsim.packetsim.engine import LIMIT_MAX_PS, MAX_TIME_PS
+    from fabricsim.packetsim.checks import LIMIT_MAX_PS, MAX_TIME_PS
 
     slowest = {"host_link_gbps": 1e-6, "fabric_link_gbps": 1e-6}  # 1 kbps, the lowest rate
     sc = _bypass(
