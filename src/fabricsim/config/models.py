@@ -28,6 +28,7 @@ from fabricsim.config.inputs import by_content, resolve_inputs
 from fabricsim.config.names import RegisteredName, has_trait
 from fabricsim.config.nscc import NsccConfig
 from fabricsim.config.overrides import apply_overrides
+from fabricsim.config.plb import PlbConfig
 from fabricsim.config.roce import (
     ECN_MAX_PROB,
     PFC_BY_DEFAULT,
@@ -242,37 +243,6 @@ class LbConfig(_Model):
         "src_port",
         description="qp_scaling: the header field in which a pair's QPs differ: src_port, or "
         "only dst_qp (same UDP ports: one path unless switch.hash_fields has dst_qp)",
-    )
-
-
-class PlbConfig(StrictModel):
-    """PLB's knobs (``nic.plb``), read only by ``nic.packet_spraying_type: plb``; defaults as
-    the PLB paper's Linux implementation (``tcp_plb_*``)."""
-
-    congested_fraction: float = Field(
-        0.5,
-        gt=0,
-        le=1,
-        description="a round (one RTT of ACKs) is congested when at least this fraction of its "
-        "ACKed packets carry an ECN echo (tcp_plb_cong_thresh 128/256)",
-    )
-    rehash_rounds: int = Field(
-        12,
-        ge=1,
-        le=10_000,
-        description="repath after this many consecutive congested rounds (tcp_plb_rehash_rounds)",
-    )
-    idle_rehash_rounds: int = Field(
-        3,
-        ge=1,
-        le=10_000,
-        description="... or after this many if the connection has nothing in flight at that "
-        "moment (tcp_plb_idle_rehash_rounds)",
-    )
-    idle_only: bool = Field(
-        False,
-        description="repath only when the connection is idle (nothing in flight), as for "
-        "transports that need in-order delivery",
     )
 
 
