@@ -9,12 +9,11 @@ transmission (which identifies it), and its timeout count.
   controller's ``cwnd_bytes`` (one packet always fits in an empty window; a paced PDC's
   window has a floor, below).
 * ACKs are selective: a cumulative PSN plus a 64-bit bitmap from a base PSN; every newly
-  acknowledged PSN is counted once.  A NACK (trimmed packet) of the latest transmission of an outstanding PSN
-  marks it lost.  A retransmission timeout (``rto << timeouts``: exponential backoff) marks it
-  lost too; a PSN that times out more than ``nic.max_retries`` times fails the connection.
-* REPS's early failure detection: ``FailureDetectionRTTMultiplier x base RTT`` after a
-  transmission, if still unacknowledged, it is one path failure for its entropy (nothing
-  is retransmitted).
+  acknowledged PSN is counted once.  A NACK (trimmed packet) of the latest transmission of an
+  outstanding PSN, or a retransmission timeout (``rto << timeouts``: exponential backoff),
+  marks it lost; a PSN that times out more than ``nic.max_retries`` times fails the connection.
+* REPS's early failure detection: a transmission unacknowledged ``FailureDetectionRTTMultiplier``
+  x base RTT after it is one path failure for its entropy (nothing is resent).
 * Timers: one pending event per PDC for each of the RTO and failure-detection deadlines; the
   deadlines sit in send-ordered queues (one per timeout level) checked when the timer fires.
 * Pacing (``Connection.rate_cap_bps``, or the controller's ``pacing_bps``): a token bucket on
