@@ -98,3 +98,15 @@ def test_load_run_refuses_what_is_not_a_run(tmp_path):
     (broken / "flows.parquet").write_bytes(b"not parquet")
     with pytest.raises(ConfigError, match=r"flows.parquet: not a readable table"):
         fabricsim.load_run(broken)
+
+
+def test_report_reads_a_run_saved_as_csv(tmp_path):
+    """``fabricsim report`` of a ``run --format csv`` directory: the tables it reads are the CSV
+    beside each missing Parquet file (it refused the run as 'flows.parquet: missing')."""
+    from fabricsim.cli import main
+
+    out = tmp_path / "r"
+    assert main(["run", "ecmp-collision", "--format", "csv", "--out", str(out), "--quiet"]) == 0
+    assert not (out / "flows.parquet").exists() and (out / "flows.csv").exists()
+    assert main(["report", str(out)]) == 0
+    assert (out / "report.html").stat().st_size > 0

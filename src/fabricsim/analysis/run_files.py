@@ -25,6 +25,7 @@ import yaml
 
 from fabricsim._compat import pd
 from fabricsim.errors import ConfigError
+from fabricsim.metrics.results import read_csv_table
 
 __all__ = [
     "TABLE_COLUMNS",
@@ -100,12 +101,16 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
 
 
 def read_table(path: Path, required: bool = False) -> pd.DataFrame | None:
-    """A Parquet table, or None when it is absent (a ConfigError instead if ``required``).
+    """A Parquet table (or the CSV a ``--format csv`` run wrote in its place), or None when it
+    is absent (a ConfigError instead if ``required``).
 
     A file that is not Parquet, is truncated, or lacks the columns of :data:`TABLE_COLUMNS`
     for its name (or has them as text where numbers belong) is a ConfigError naming it.
     """
     path = Path(path)
+    csv = path.with_suffix(".csv")
+    if not path.exists() and path.suffix == ".parquet" and csv.is_file():
+        path = csv  # a run saved with --format csv
     if not path.exists():
         if required:
             raise ConfigError(f"{path}: missing (every run writes it; is this a run directory?)")
@@ -113,10 +118,11 @@ def read_table(path: Path, required: bool = False) -> pd.DataFrame | None:
     if not path.is_file():
         raise ConfigError(f"{path}: is a directory, not a Parquet file")
     try:
-        df = pd.read_parquet(path)
+        df = read_csv_table(path) if path.suffix == ".csv" else pd.read_parquet(path)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises many kinds for a corrupt file
-        raise ConfigError(f"{path}: not a readable Parquet table ({_first_line(exc)})") from None
-    name = path.name.removesuffix(".parquet")
+        kind = "CSV" if path.suffix == ".csv" else "Parquet"
+        raise ConfigError(f"{path}: not a readable {kind} table ({_first_line(exc)})") from None
+    name = path.name.removesuffix(path.suffix)
     missing = []
     for col in TABLE_COLUMNS.get(name, ()):
         numeric = col.endswith("#")
