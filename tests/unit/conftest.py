@@ -1,5 +1,6 @@
 """Fixtures shared by the unit tests; `from routing_cases import ...` works in this folder."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -19,3 +20,17 @@ def both_solvers(request, monkeypatch):
 
         monkeypatch.setattr(engine, "MaxMinKernel", lambda capacity, _: ReferenceRates(capacity))
     return request.param
+
+
+@pytest.fixture
+def chromium() -> str:
+    """The headless browser of the report tests: skipped where none is installed, a failure
+    under CI (``.ci/run`` installs Debian's chromium)."""
+    from fabricsim.report.browser import find_browser
+
+    exe = find_browser()
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but no Chromium browser is installed (apt-get install chromium)")
+        pytest.skip("no Chromium-family browser on PATH (apt-get install chromium)")
+    return exe

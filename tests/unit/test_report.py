@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -15,7 +14,7 @@ from fabricsim.cli import main
 from fabricsim.experiments.plan import plan_sweep
 from fabricsim.experiments.sweep import run_sweep
 from fabricsim.report import SECTION_IDS, write_report
-from fabricsim.report.browser import check_page, find_browser
+from fabricsim.report.browser import check_page
 
 RUN_SECTIONS = ["summary", "fct-cdf", "fct-percentiles", "spine-heatmap", "link-timelines",
                 "diagnostics", "config"]  # fmt: skip
@@ -125,19 +124,10 @@ def test_report_cli(run_dir: Path, tmp_path: Path, capsys) -> None:
     assert main(["report", str(tmp_path / "nope")]) == 2
 
 
-def _browser() -> str:
-    exe = find_browser()
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI is set but no Chromium browser is installed (apt-get install chromium)")
-        pytest.skip("no Chromium-family browser on PATH (apt-get install chromium)")
-    return exe
-
-
 @pytest.mark.full
-def test_browser_check_catches_errors(tmp_path: Path) -> None:
+def test_browser_check_catches_errors(tmp_path: Path, chromium: str) -> None:
     """The checker itself can fail: a page with a console error, an exception, a broken image."""
-    exe = _browser()
+    exe = chromium
     bad = tmp_path / "bad.html"
     bad.write_text(
         '<!DOCTYPE html><html><head><link rel="icon" href="data:,"></head><body>'
@@ -153,9 +143,9 @@ def test_browser_check_catches_errors(tmp_path: Path) -> None:
 @pytest.mark.full
 @pytest.mark.parametrize("which", ["run", "ark-run", "sweep"])
 def test_report_opens_in_headless_chromium(
-    which: str, run_dir: Path, ark_run_dir: Path, sweep_dir: Path
+    which: str, run_dir: Path, ark_run_dir: Path, sweep_dir: Path, chromium: str
 ) -> None:
-    exe = _browser()
+    exe = chromium
     d, expected = {
         "run": (run_dir, RUN_SECTIONS),
         "ark-run": (ark_run_dir, RUN_SECTIONS),
