@@ -45,7 +45,7 @@ class _Dummy:
 
 
 DUMMY = engines.EngineCapabilities(
-    name="decomposed",
+    name="dummy",
     build=_Dummy,
     reads=("nic.cc", "nic.nscc."),
     policies=("ecmp",),
@@ -75,28 +75,28 @@ def _perm(**overrides: object):
 
 
 def test_a_registered_engine_runs_through_its_own_builder(dummy) -> None:
-    res = run(_perm(), "decomposed")
-    assert res.summary["engine"] == "decomposed" and res.summary["dummy_runs"] == 1
+    res = run(_perm(), "dummy")
+    assert res.summary["engine"] == "dummy" and res.summary["dummy_runs"] == 1
     assert res.summary["flows_completed"] == res.summary["flows_total"] == 8
-    assert isinstance(build_engine(_perm(), "decomposed"), _Dummy)
+    assert isinstance(build_engine(_perm(), "dummy"), _Dummy)
 
 
 def test_the_keys_it_reads_flow_from_its_declaration(dummy) -> None:
-    assert engines.key_engines("nic.cc") == ("packet", "decomposed")
-    assert engines.key_engines("nic.nscc.target_delay_us") == ("packet", "decomposed")
+    assert engines.key_engines("nic.cc") == ("packet", "decomposed", "dummy")
+    assert engines.key_engines("nic.nscc.target_delay_us") == ("packet", "decomposed", "dummy")
     assert "nic.cc" not in dummy.unread_keys and "nic.rto_us" in dummy.unread_keys
     assert "engine.flow_solver" in dummy.unread_keys  # the flow engine's own keys too
-    engines.check_supported(_perm(**{"nic.cc": "nscc"}), "decomposed")
+    engines.check_supported(_perm(**{"nic.cc": "nscc"}), "dummy")
     with pytest.raises(EngineRefusal) as exc:
         engines.check_supported(_perm(**{"nic.cc": "nscc"}), "flow")
     assert str(exc.value) == (
-        "nic.cc=nscc is read only by the packet or decomposed engine (the flow engine has no "
+        "nic.cc=nscc is read only by the packet or decomposed or dummy engine (the flow engine has no "
         "such mechanism); remove it or use --engine packet"
     )
     with pytest.raises(EngineRefusal) as exc:
-        engines.check_supported(_perm(**{"nic.rto_us": 100}), "decomposed")
+        engines.check_supported(_perm(**{"nic.rto_us": 100}), "dummy")
     assert str(exc.value) == (
-        "nic.rto_us=100.0 is read only by the packet engine (the decomposed engine has no such "
+        "nic.rto_us=100.0 is read only by the packet or decomposed engine (the dummy engine has no such "
         "mechanism); remove it or use --engine packet"
     )
 
@@ -106,11 +106,11 @@ def test_the_keys_it_reads_flow_from_its_declaration(dummy) -> None:
     [
         (
             {"workload.kind": "incast"},
-            "workload.kind=incast is not run by the decomposed engine; use --engine flow",
+            "workload.kind=incast is not run by the dummy engine; use --engine flow",
         ),
         (
             {"records.port_stats": True},
-            "records.port_stats is packet-level detail the decomposed engine does not model; "
+            "records.port_stats is packet-level detail the dummy engine does not model; "
             "use --engine packet",
         ),
         (
@@ -122,7 +122,7 @@ def test_the_keys_it_reads_flow_from_its_declaration(dummy) -> None:
 def test_what_it_does_not_declare_is_refused_in_one_line(dummy, overrides, message) -> None:
     sc = ECMP.with_overrides(overrides)
     with pytest.raises(EngineRefusal) as exc:
-        build(sc, "decomposed")
+        build(sc, "dummy")
     assert str(exc.value) == message
 
 
@@ -135,20 +135,24 @@ def test_its_memory_terms_come_from_its_declaration(dummy) -> None:
         return 0, 0
 
     engines.register_engine(replace(DUMMY, memory_terms=terms))
-    assert budget.estimate(_perm(), "decomposed").breakdown["flows"] == 10**12 and calls == [8]
+    assert budget.estimate(_perm(), "dummy").breakdown["flows"] == 10**12 and calls == [8]
     with pytest.raises(ConfigError, match=r"needs about 1,000 GB \(flows\)"):
-        build(_perm(**{"engine.max_memory_gb": 16}), "decomposed")
+        build(_perm(**{"engine.max_memory_gb": 16}), "dummy")
     engines.register_engine(DUMMY)  # none declared: the flow engine's terms
-    plain = budget.estimate(_perm(), "decomposed")
+    plain = budget.estimate(_perm(), "dummy")
     assert plain.bytes_estimate == budget.estimate(_perm(), "flow").bytes_estimate
 
 
 def test_unregistered_engines_are_refused_naming_the_registered(dummy) -> None:
-    with pytest.raises(ConfigError, match=r"must be one of flow, packet, decomposed \(got 'x'\)"):
+    with pytest.raises(
+        ConfigError, match=r"must be one of flow, packet, decomposed, dummy \(got 'x'\)"
+    ):
         build(_perm(), "x")
-    engines.unregister_engine("decomposed")
-    with pytest.raises(ConfigError, match=r"must be one of flow, packet \(got 'decomposed'\)"):
-        build(_perm(), "decomposed")
+    engines.unregister_engine("dummy")
+    with pytest.raises(
+        ConfigError, match=r"must be one of flow, packet, decomposed \(got 'dummy'\)"
+    ):
+        build(_perm(), "dummy")
     engines.register_engine(DUMMY)
 
 

@@ -80,7 +80,7 @@ def test_the_help_lists_every_verb_and_a_typo_gets_its_suggestion(capsys):
     assert main(["rn"]) == 2
     assert capsys.readouterr().err == "error: No such command 'rn'. Did you mean 'run'?\n"
     assert main(["run", "--sed", "3"]) == 2
-    assert "Possible options: --preset, --seed" in capsys.readouterr().err
+    assert "Possible options: --scheduler, --seed, --set" in capsys.readouterr().err
 
 
 LATER = (  # what `fabricsim run SCENARIO` does without: the verbs import them when they run

@@ -77,7 +77,12 @@ def test_the_engine_table_names_registered_engines_and_real_keys():
             assert key in keys, key
     # the capability declarations are the table's, nested sections expanded
     assert "nic.nscc.target_delay_us" in ENGINES["flow"].unread_keys
-    assert ENGINES["packet"].unread_keys == ("engine.flow_model", "engine.flow_solver")
+    assert ENGINES["packet"].unread_keys == (
+        "engine.flow_model",
+        "engine.flow_solver",
+        "engine.decomposed.cluster_tolerance",
+        "engine.decomposed.aggregate",
+    )
     assert key_engines("topology.spines") is None  # unlisted: every engine
 
 

@@ -19,7 +19,7 @@ def _sc(**overrides: object):
 
 
 def test_every_engine_declares_every_field() -> None:
-    assert set(engines.ENGINES) == {"flow", "packet"}
+    assert set(engines.ENGINES) == {"flow", "packet", "decomposed"}
     for name, caps in engines.ENGINES.items():
         assert caps.name == name
         for field in engines.declared_fields():
@@ -74,13 +74,14 @@ REFUSALS = [
     (
         "flow",
         {"nic.cc": "nscc"},
-        "nic.cc=nscc is read only by the packet engine (the flow engine has no such "
+        "nic.cc=nscc is read only by the packet or decomposed engine (the flow engine has no such "
         "mechanism); remove it or use --engine packet",
     ),
     (
         "flow",
         {"switch.trimming": False},
-        "switch.trimming=false is read only by the packet engine (the flow engine has no such "
+        "switch.trimming=false is read only by the packet or decomposed engine (the flow engine "
+        "has no such "
         "mechanism); remove it or use --engine packet",
     ),
     (
@@ -104,7 +105,9 @@ def test_each_refusal_is_one_exact_line(engine: str, overrides: dict, message: s
 
 
 def test_unknown_engine_lists_the_registered_ones() -> None:
-    with pytest.raises(ConfigError, match=r"--engine: must be one of flow, packet \(got 'x'\)"):
+    with pytest.raises(
+        ConfigError, match=r"--engine: must be one of flow, packet, decomposed \(got 'x'\)"
+    ):
         engines.check_supported(_sc(), "x")
 
 

@@ -307,7 +307,7 @@ def test_bad_roce_input_is_one_line():
     with pytest.raises(EngineRefusal, match="read only when switch.pfc is true"):
         check_supported(uet, "packet")
     flow = load_scenario(INCAST)
-    with pytest.raises(EngineRefusal, match="=.* is read only by the packet engine"):
+    with pytest.raises(EngineRefusal, match="=.* is read only by the packet or decomposed engine"):
         check_supported(flow, "flow")
 
 

@@ -70,16 +70,21 @@ class SimBar:
     the elapsed wall time and an ETA (``progress(simulated_s, expected_end_s)`` of
     :func:`fabricsim.run`); the total grows when the run goes past the ideal end."""
 
-    def __init__(self, label: str, enabled: bool) -> None:
+    def __init__(self, label: str, enabled: bool, unit: str = "seconds") -> None:
         self.label = label
+        self.unit = unit  # "packets": the decomposed engine's link simulations
         self.progress = _sim_progress() if enabled else None
         self.task: Any = None
 
     def __call__(self, now_s: float, expected_s: float) -> None:
         if self.progress is None:
             return
-        total = max(expected_s, now_s * 1.1, 1e-12)
-        shown = f"{human_seconds(now_s)} simulated of ~{human_seconds(total)}"
+        if self.unit == "packets":
+            total = max(float(expected_s), 1.0)
+            shown = f"link simulations: {int(now_s):,} of {int(expected_s):,} packets"
+        else:
+            total = max(expected_s, now_s * 1.1, 1e-12)
+            shown = f"{human_seconds(now_s)} simulated of ~{human_seconds(total)}"
         if self.task is None:
             self.progress.start()
             self.task = self.progress.add_task(self.label, total=total, sim=shown)

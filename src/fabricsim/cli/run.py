@@ -43,13 +43,14 @@ from fabricsim.metrics.results import check_table_format, dumps_json
 from fabricsim.units import human_number, human_share, seconds_unit
 
 if TYPE_CHECKING:
+    from fabricsim.experiments import backend, paired
     from fabricsim.experiments import default_study as defaults
-    from fabricsim.experiments import paired
     from fabricsim.experiments.paired import PairedStudy
     from fabricsim.report import study_plots
 else:
     # perf: the default study's modules (the paired-study planner, its process pool, the
     # report's figures) are imported when it runs, not by every `fabricsim run SCENARIO`
+    backend = LazyModule("fabricsim.experiments.backend")  # --workers' check, when given
     defaults = LazyModule("fabricsim.experiments.default_study")
     paired = LazyModule("fabricsim.experiments.paired")
     study_plots = LazyModule("fabricsim.report.study_plots")
@@ -157,6 +158,21 @@ def default_study(
     return study
 
 
+def check_parallel(workers: int | None, scheduler: str | None, engine: str) -> None:
+    """``--workers``/``--scheduler`` of ``run``: only the decomposed engine has tasks to share."""
+    if workers is None and scheduler is None:
+        return
+    option = "--workers" if workers is not None else "--scheduler"
+    if engine != "decomposed":
+        raise ConfigError(
+            f"{option}: a single {engine}-engine run is one process; --workers and --scheduler "
+            "spread the decomposed engine's link simulations (--engine decomposed) or a sweep"
+        )
+    if workers is not None and scheduler is not None:
+        raise ConfigError("--workers: give --workers N or --scheduler ADDR, not both")
+    backend.check_workers(workers)
+
+
 @app.command()
 def run(
     ctx: typer.Context,
@@ -175,6 +191,14 @@ def run(
         str, typer.Option("--format", help="tables as parquet (default) or csv")
     ] = "parquet",
     quiet: QuietOpt = False,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", help="decomposed engine: local worker processes"),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option("--scheduler", help="decomposed engine: Dask scheduler, tcp://host:8786"),
+    ] = None,
 ) -> None:
     """Run a scenario (no SCENARIO: the default ARK KV-cache study, ECMP vs ARK)."""
     check_table_format(table_format)
@@ -195,12 +219,21 @@ def run(
         default_study(out=target, sets=set_ or [], seed=seed, quiet=quiet)
         return
     sc = scenario_from_options(scenario, with_preset(set_, preset), seed)
-    target = out_dir or Path("runs") / f"{sc.name}-{engine or sc.engine.kind}"
+    chosen = engine or sc.engine.kind
+    check_parallel(workers, scheduler, chosen)
+    target = out_dir or Path("runs") / f"{sc.name}-{chosen}"
     claim_out_dir(target)  # before the run: a bad or busy --out fails in milliseconds
-    bar = SimBar(f"{sc.name} ({engine or sc.engine.kind})", _is_tty(quiet or as_json))
+    unit = "packets" if chosen == "decomposed" else "seconds"
+    bar = SimBar(f"{sc.name} ({chosen})", _is_tty(quiet or as_json), unit)
     single_run(ctx)
     try:
-        res = fabricsim.run(sc, engine=engine, progress=bar if bar.progress else None)
+        res = fabricsim.run(
+            sc,
+            engine=engine,
+            progress=bar if bar.progress else None,
+            workers=workers,
+            scheduler=scheduler,
+        )
     finally:
         bar.stop()
     res.save(target, table_format)

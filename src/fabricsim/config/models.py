@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from fabricsim.config.base import StrictModel
+from fabricsim.config.decomposed import DecomposedConfig
 from fabricsim.config.inputs import by_content, resolve_inputs
 from fabricsim.config.names import RegisteredName, has_trait
 from fabricsim.config.nscc import NsccConfig
@@ -194,7 +195,9 @@ class TopologyConfig(_Model):
 class EngineConfig(_Model):
     """Which engine runs by default, and engine-wide limits."""
 
-    kind: Literal["flow", "packet"] = Field("flow", description="the scenario's default engine")
+    kind: Literal["flow", "packet", "decomposed"] = Field(
+        "flow", description="the scenario's default engine"
+    )
     time_limit_s: float | None = Field(
         None,
         gt=0,
@@ -214,6 +217,10 @@ class EngineConfig(_Model):
         "auto",
         description="refuse a run whose estimated memory exceeds this, GB "
         "(auto: half of this machine's RAM)",
+    )
+    decomposed: DecomposedConfig = Field(
+        default_factory=DecomposedConfig,
+        description="decomposed engine: how a run splits into link simulations",
     )
 
     def memory_limit_gb(self) -> float:

@@ -35,6 +35,7 @@ _PRELOAD = [
     "fabricsim.experiments.sweep",
     "fabricsim.experiments.compare",
     "fabricsim.experiments.study",
+    "fabricsim.decomposed.simulate",
 ]
 _PR_SET_PDEATHSIG = 1
 

@@ -145,6 +145,8 @@ _TERM_ORDER = (
     "sprayed paths",
     "route cache",
     "packets",
+    "route rows",
+    "link simulation",
     "uet_monitor",
     "timeline samples",
     "MoE matrix",
@@ -259,6 +261,31 @@ def flow_engine_terms(
 
 packet_engine_terms = _packet_terms
 """The packet engine's terms: its packets and timeline samples."""
+
+ROUTE_ROW_BYTES = 120
+"""The decomposed engine: one (flow, link) row of its routes and link workloads (11 arrays)."""
+LINK_SKEW = 8
+"""The decomposed engine's largest link simulation, over a loaded link's mean share of the
+(flow, link) packets (a hot receiver's downlink carries several times the mean)."""
+
+
+def decomposed_engine_terms(
+    sc: Any, fab: _Fabric, load: _Load, conns: int, terms: dict[str, float]
+) -> tuple[int, int]:
+    """The decomposed engine's terms: its routing run (the flow engine's), a row per (flow,
+    link), and the largest link simulation a worker holds (the packet engine's terms on it).
+    Returns the data packets of all its link simulations (no timelines)."""
+    _flow_terms(sc, fab, load, conns, terms)
+    rows = float(conns) * fab.path_links
+    terms["route rows"] = ROUTE_ROW_BYTES * rows
+    packets = _packets(sc, load) * fab.path_links
+    share = min(float(packets), LINK_SKEW * float(packets) / max(fab.links, 1))
+    counted = min(share, float(sc.engine.max_packets))
+    terms["link simulation"] = PACKET_BYTES * counted + PACKET_FLOW_BYTES * min(
+        float(conns), LINK_SKEW * rows / max(fab.links, 1)
+    )
+    return int(packets), 0
+
 
 EngineTerms = Callable[[Any, _Fabric, _Load, int, dict[str, float]], tuple[int, int]]
 """``terms(sc, fabric, load, connections, terms)``: add an engine's memory terms to ``terms``;

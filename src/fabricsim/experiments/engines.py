@@ -35,17 +35,19 @@ from pydantic import BaseModel
 from fabricsim.config.applicability import check_keys_apply, explicit, shown, value_of
 from fabricsim.config.models import RecordsConfig, Scenario
 from fabricsim.config.workloads import WORKLOAD_KINDS
+from fabricsim.decomposed.engine import DecomposedEngine
 from fabricsim.engine_api import EngineOutput
 from fabricsim.errors import ConfigError, EngineRefusal
 from fabricsim.experiments.budget import (
     ENGINE_TERMS,
     EngineTerms,
+    decomposed_engine_terms,
     flow_engine_terms,
     packet_engine_terms,
 )
 from fabricsim.flowsim.engine import FlowEngine
 from fabricsim.flowsim.open_loop import OpenLoopEngine
-from fabricsim.lb.base import EngineHooks, PathPolicy, registered_policies
+from fabricsim.lb.base import EngineHooks, PathPolicy
 from fabricsim.lb.registry import registered_methods
 from fabricsim.packetsim.engine import PacketEngine
 from fabricsim.routing.router import Router
@@ -110,12 +112,6 @@ class Registered(_Live):
         self.point, self.engine = point, engine
 
     def names(self) -> tuple[str, ...]:
-        if self.point == "lb.policy":
-            return tuple(
-                name
-                for name, cls in registered_policies().items()
-                if self.engine == "flow" or not cls.flow_engine_only
-            )
         return tuple(m.name for m in registered_methods(self.point) if self.engine in m.engines)
 
 
@@ -186,6 +182,9 @@ class EngineCapabilities:
     """Keys it does not read (from :data:`KEY_ENGINES`; None: :class:`UnreadKeys`, live): set
     explicitly, whatever the value, refused."""
     unread_key_refusal: str = UNREAD_REFUSAL
+    open_loop_only: bool = False
+    """Whether it refuses flow tables whose flows wait on others (``depends_on``: collective
+    steps, replayed dependencies), checked once the flows are known."""
     """The refusal of an unread key, formatted with ``key``, ``value``, ``readers`` (the
     engines that read it), ``engine`` (this one) and ``alt`` (the first reader)."""
 
@@ -254,6 +253,13 @@ PACKET_KEYS: tuple[str, ...] = (
 )
 FLOW_KEYS: tuple[str, ...] = ("engine.flow_model", "engine.flow_solver")
 """The keys only the flow engine reads."""
+DECOMPOSED_KEYS: tuple[str, ...] = tuple(
+    k
+    for k in PACKET_KEYS
+    if not k.startswith("records.")  # its link simulations read them
+) + ("engine.decomposed.",)
+"""The keys the decomposed engine reads beyond the common ones: the packet engine's (each
+link simulation is a packet engine run), less its records, and its own section."""
 
 KEY_ENGINES: dict[str, tuple[str, ...]] = {}
 """A key (or a section, ending in ".") -> the engines that read it, tabulated from the
@@ -266,7 +272,7 @@ def key_engines(key: str) -> tuple[str, ...] | None:
     """The engines that read dotted ``key`` (None: every engine), from :data:`KEY_ENGINES`.
 
     >>> key_engines("nic.nscc.target_delay_us"), key_engines("topology.spines")
-    (('packet',), None)
+    (('packet', 'decomposed'), None)
     """
     if key in KEY_ENGINES:
         return KEY_ENGINES[key]
@@ -374,6 +380,34 @@ PACKET = register_engine(
 )
 
 
+def _build_decomposed(
+    sc: Scenario, fabric: Fabric, router: Router, flows: FlowTable, policy: PathPolicy
+) -> Any:
+    return DecomposedEngine(sc, fabric, router, flows, policy)
+
+
+DECOMPOSED = register_engine(
+    EngineCapabilities(
+        name="decomposed",
+        build=_build_decomposed,
+        reads=DECOMPOSED_KEYS,
+        # routes are the flow engine's: the methods with a fluid form (they declare it)
+        policies=Registered("lb.policy", "decomposed"),
+        spraying_types=Registered("nic.packet_spraying_type", "decomposed"),
+        switch_methods=Registered("switch.load_balancing_method", "decomposed"),
+        records=(),
+        link_failures=False,
+        flow_models=(),
+        # a collective's steps wait on each other (a closed loop); any other table with
+        # dependent flows is refused once its flows are known (open_loop_only)
+        workloads=tuple(k for k in _WORKLOADS if k != "collective"),
+        packet_budget=False,
+        memory_terms=decomposed_engine_terms,
+        open_loop_only=True,
+    )
+)
+
+
 def _why(key: str, value: str) -> str | None:
     """Why an engine cannot run ``key=value`` (the middle of the refusal line), as the method
     declares it (:attr:`fabricsim.lb.Method.refusal`); None for other keys."""
@@ -465,12 +499,32 @@ def estimated_packets(sc: Scenario, flows: FlowTable) -> int:
 
 
 def check_flows_supported(sc: Scenario, engine: str, flows: FlowTable) -> None:
-    """Refuse (one line) a flow table over ``engine.max_packets`` on an engine it bounds."""
+    """Refuse (one line) a flow table over ``engine.max_packets`` on an engine it bounds, or
+    with dependent flows on an engine that runs only open-loop flows."""
+    caps = capabilities(engine)
+    if caps.open_loop_only and flows.depends_on and any(flows.depends_on):
+        alt = next((c.name for c in ENGINES.values() if _runs(sc, c)), "packet")
+        raise EngineRefusal(
+            f"workload.kind={sc.workload.kind} has flows that wait on others (a closed loop: "
+            f"each starts when earlier ones finish), which the {engine} engine cannot "
+            f"decompose into independent links; use --engine {alt}"
+        )
     if capabilities(engine).packet_budget and estimated_packets(sc, flows) > sc.engine.max_packets:
         raise EngineRefusal(
             f"scenario '{sc.name}' needs about {estimated_packets(sc, flows):.2g} data packets, over "
             f"engine.max_packets={sc.engine.max_packets:.2g}; use --engine flow or a smaller workload"
         )
+
+
+def _runs(sc: Scenario, caps: EngineCapabilities) -> bool:
+    """Whether ``caps``' engine runs closed loops and accepts ``sc`` (an alternative to name)."""
+    if caps.open_loop_only:
+        return False
+    try:
+        check_supported(sc, caps.name)
+    except EngineRefusal:
+        return False
+    return True
 
 
 def declared_fields() -> tuple[str, ...]:

@@ -17,11 +17,12 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import numpy as np
 
 from fabricsim import workloads
+from fabricsim._compat import LazyModule
 from fabricsim.config.loader import load_scenario
 from fabricsim.config.models import EngineConfig, Scenario
 from fabricsim.engine_api import EngineOutput, wire_bytes
@@ -47,6 +48,11 @@ from fabricsim.rng import stream
 from fabricsim.routing.router import Router
 from fabricsim.topology import Fabric, fabric_for
 from fabricsim.workloads.base import FlowTable
+
+if TYPE_CHECKING:
+    from fabricsim.experiments import runs
+else:  # perf: the backend (process pools, Dask) only for an engine with tasks to share
+    runs = LazyModule("fabricsim.experiments.runs")
 
 ENGINES = _REGISTRY  # the registered engines by name (--engine), live: a later registration counts
 _ENGINE_KINDS = get_args(EngineConfig.model_fields["kind"].annotation)  # engine.kind's values
@@ -119,14 +125,32 @@ def _build_engine(
 
 
 def _execute(
-    eng: Engine, policy: PathPolicy, fabric: Fabric, flows: FlowTable, progress: Progress | None
+    eng: Engine,
+    policy: PathPolicy,
+    fabric: Fabric,
+    flows: FlowTable,
+    progress: Progress | None,
+    workers: int | None = None,
+    scheduler: str | None = None,
 ) -> EngineOutput:
     if progress is not None and hasattr(eng, "progress"):  # the open-loop engine has no loop
         expected = expected_end_s(fabric, flows)
         eng.progress = lambda now_s: progress(now_s, expected)
+    if hasattr(eng, "map_tasks"):  # an engine of independent tasks: on the backend
+        eng.map_tasks = functools.partial(_map_tasks, workers=workers, scheduler=scheduler)
+        if progress is not None:
+            eng.link_progress = progress
     out = eng.run()
     out.summary.update(policy.summary())
     return out
+
+
+def _map_tasks(
+    fn: Callable, tasks: list, progress: Any, workers: int | None, scheduler: str | None
+) -> list:
+    """An engine's tasks on the experiments backend (:func:`fabricsim.experiments.runs.
+    run_tasks`): here with one worker, local processes, or a Dask scheduler."""
+    return runs.run_tasks(fn, tasks, workers=workers or 1, progress=progress, scheduler=scheduler)
 
 
 def _run_engine(
@@ -181,6 +205,8 @@ def run(
     engine: str | None = None,
     *,
     progress: Progress | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
 ) -> Result:
     """Run a scenario and return its :class:`~fabricsim.metrics.Result`.
 
@@ -193,7 +219,13 @@ def run(
         ``engine.kind``.
     progress
         Called as ``progress(simulated_s, expected_end_s)`` every 0.1 s or so of wall time
-        while the engine runs, and once at its end (the results do not depend on it).
+        while the engine runs, and once at its end (the results do not depend on it); on the
+        decomposed engine as ``progress(packets_simulated, packets_to_simulate)`` as its link
+        simulations finish.
+    workers, scheduler
+        The decomposed engine's link simulations: on ``workers`` local processes, or on a
+        running ``dask.distributed`` scheduler (``tcp://HOST:PORT``); the output is the same
+        whatever runs them.  Other engines run in this process.
 
     Examples
     --------
@@ -203,7 +235,7 @@ def run(
     """
     wall0 = time.perf_counter()
     b = build(scenario, engine)
-    out = _execute(b.engine, b.policy, b.fabric, b.flows, progress)
+    out = _execute(b.engine, b.policy, b.fabric, b.flows, progress, workers, scheduler)
     wall = time.perf_counter() - wall0
     return _assemble(b.sc, b.engine_name, b.fabric, b.router, b.flows, out, wall)
 

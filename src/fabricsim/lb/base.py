@@ -137,7 +137,7 @@ def with_rate_caps(policy: PathPolicy, flows: FlowTable) -> PathPolicy:
 
 
 def _describe(cls: type[PathPolicy]) -> Method:
-    engines = ("flow",) if cls.flow_engine_only else ("flow", "packet")
+    engines = ("flow", "decomposed") if cls.flow_engine_only else ("flow", "packet", "decomposed")
     return Method(
         "lb.policy", cls.name, help_of(cls), engines, cls.refusal, cls.knobs, **describe_extras(cls)
     )

@@ -25,7 +25,7 @@ from typing import Any, Generic, TypeVar
 from fabricsim.config.names import register_name, unregister_name
 from fabricsim.errors import ConfigError
 
-ENGINES = ("flow", "packet")
+ENGINES = ("flow", "packet", "decomposed")
 """The engine names a method may declare (``--engine``)."""
 
 

@@ -27,7 +27,7 @@ Examples
 >>> [s.next_entropy() for _ in range(3)]
 [65535, 0, 1]
 >>> spraying_type("oblivious").engines()
-('flow', 'packet')
+('flow', 'packet', 'decomposed')
 """
 
 from __future__ import annotations
@@ -173,8 +173,9 @@ class SprayingStrategy:
 
     @classmethod
     def engines(cls) -> tuple[str, ...]:
-        """The engines that run it: the flow engine too when it has a fluid form."""
-        return ("flow", "packet") if cls.fluid is not None else ("packet",)
+        """The engines that run it: the flow engine too when it has a fluid form (and the
+        decomposed engine, which routes as the flow engine does)."""
+        return ("flow", "packet", "decomposed") if cls.fluid is not None else ("packet",)
 
     def next_entropy(self) -> int:  # pragma: no cover - interface
         """Entropy (UDP source port) of the next data packet or retransmission."""

@@ -18,7 +18,7 @@ The built-in methods: ``ecmp`` (here), ``adaptive`` (:mod:`.switch_adaptive`), `
 Examples
 --------
 >>> switch_method("ecmp").hashed, switch_method("ecmp").engines
-(True, ('flow', 'packet'))
+(True, ('flow', 'packet', 'decomposed'))
 >>> class P:
 ...     def __init__(self, q, failed=False): self.qbytes, self.hbytes, self.failed = q, 0, failed
 >>> least_loaded([P(0, failed=True), P(5000), P(100)], 1, lambda: 0.5)
@@ -160,7 +160,7 @@ class EcmpChoice(MemberChoice):
     name = "ecmp"
     compared = False  # the baseline: lb.policy ecmp
     help = "per-flow ECMP: the switch's hash of the packet's 5-tuple picks the member"
-    engines = ("flow", "packet")
+    engines = ("flow", "packet", "decomposed")
     packet_only = None
     hashed = True
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -391,3 +392,55 @@ def _lookup(index: dict[str, int], name: str, field_name: str) -> int:
         example = next(n for n in index if "leaf" in n or "edge" in n)
         raise ConfigError(f"{field_name}: unknown link '{name}' (links are named like '{example}')")
     return index[name]
+
+
+def build_dumbbell(
+    sender_bps: Sequence[float],
+    sender_delay_ps: Sequence[int],
+    middle_bps: float,
+    middle_delay_ps: int,
+    receiver_bps: Sequence[float],
+    receiver_delay_ps: Sequence[int],
+    degraded: dict[str, float] | None = None,
+    sender_feeder: Sequence[int] | None = None,
+    feeder_bps: Sequence[float] = (),
+    feeder_delay_ps: Sequence[int] = (),
+) -> Fabric:
+    """Hosts behind switch ``leaf0``, one link ``leaf0->leaf1``, hosts behind ``leaf1``.
+
+    Senders are hosts ``0 .. S-1`` (each with its own link rate and delay), receivers
+    ``S .. S+R-1`` behind ``leaf1``; every link is duplex with the given rate in both
+    directions.  A sender whose ``sender_feeder`` is ``k >= 0`` sits behind feeder switch
+    ``feed<k>`` (linked to ``leaf0`` at ``feeder_bps[k]``), the others on ``leaf0`` itself.
+    ``degraded`` maps a link name to the fraction of its rate it keeps (as
+    ``topology.degraded_links``).  The small fabric of a link simulation of the decomposed
+    engine (:mod:`fabricsim.decomposed.link_fabric`).
+
+    Examples
+    --------
+    >>> fab = build_dumbbell([1e11, 1e11], [1_000_000] * 2, 1e11, 1_000_000, [1e11], [0])
+    >>> fab.num_hosts, fab.link_names[:3], [len(fab.paths(0, 2)), len(fab.paths(1, 2))]
+    (3, ['host0->leaf0', 'leaf0->host0', 'host1->leaf0'], [1, 1])
+    >>> fab = build_dumbbell([1e11] * 2, [0, 0], 1e11, 0, [1e11], [0], None, [0, -1], [5e10], [0])
+    >>> fab.node_names[fab.host_leaf[0]], fab.node_names[fab.host_leaf[1]]
+    ('feed0', 'leaf0')
+    """
+    d = _Draft()
+    senders, receivers = len(sender_bps), len(receiver_bps)
+    feeder = list(sender_feeder) if sender_feeder is not None else [-1] * senders
+    for h in range(senders + receivers):
+        d.node(f"host{h}", HOST)
+    a, b = d.node("leaf0", LEAF), d.node("leaf1", LEAF)
+    feeds = [d.node(f"feed{k}", LEAF) for k in range(len(feeder_bps))]
+    for h in range(senders):
+        at = a if feeder[h] < 0 else feeds[feeder[h]]
+        d.duplex(h, at, float(sender_bps[h]), delay_us=int(sender_delay_ps[h]) / 1e6)
+    for j in range(receivers):
+        h = senders + j
+        d.duplex(h, b, float(receiver_bps[j]), delay_us=int(receiver_delay_ps[j]) / 1e6)
+    d.duplex(a, b, float(middle_bps), delay_us=int(middle_delay_ps) / 1e6)
+    for k, node in enumerate(feeds):
+        d.duplex(node, a, float(feeder_bps[k]), delay_us=int(feeder_delay_ps[k]) / 1e6)
+    d.oversub_leaves = [a]
+    cfg = TopologyConfig(kind="leaf_spine", degraded_links=dict(degraded or {}))
+    return _finish(d, cfg, [a, b, *feeds], [b], 1.0, d.pods)

@@ -1,0 +1,112 @@
+"""The decomposed engine against the packet engine on fabrics both can run (same scenario, seeds).
+
+Cases (128 hosts, k = 8 fat tree, 100 Gbps): a permutation of 2 MB messages; a 32-to-1 incast
+of 2 MB; Poisson arrivals with uniform pairs and log-uniform sizes 64 KB..16 MB at 30 % and
+60 % load (2,000 flows).  For each case and seed: the mean and p99 FCT on both engines and
+the decomposed engine's error; targets: mean within 5 %, p99 within 10 %.  Prints a markdown
+table (docs/validation.md keeps the last one) and exits 1 if a target is missed.
+
+Usage: ``python scripts/verify_decomposed.py [--seeds N] [--aggregate bottleneck|sum|max]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import fabricsim
+from fabricsim.config.loader import load_scenario
+
+MEAN_TARGET, P99_TARGET = 0.05, 0.10
+
+
+def poisson_trace(path: Path, hosts: int, load: float, flows: int, seed: int) -> str:
+    """Poisson arrivals, uniform pairs, log-uniform sizes 64 KB..16 MB at ``load`` of the
+    hosts' 100 Gbps."""
+    rng = np.random.default_rng([seed, 34])
+    size = np.exp(rng.uniform(np.log(65_536), np.log(16_000_000), flows)).astype(np.int64)
+    src = rng.integers(0, hosts, flows)
+    dst = (src + rng.integers(1, hosts, flows)) % hosts
+    rate = load * hosts * 100e9 / (size.mean() * 8)  # flows per second
+    start = np.cumsum(rng.exponential(1 / rate, flows))
+    pd.DataFrame({"src": src, "dst": dst, "size_bytes": size, "start_s": start - start[0]}).to_csv(
+        path, index=False
+    )
+    return str(path)
+
+
+def cases(tmp: Path, seed: int) -> dict[str, dict]:
+    base = {"seed": seed}
+    out = {
+        "permutation 2 MB": ("permutation", base),
+        "incast 32-to-1": ("incast", base),
+    }
+    for load in (0.3, 0.6):
+        trace = poisson_trace(tmp / f"p{load}-{seed}.csv", 128, load, 2000, seed)
+        out[f"Poisson {load:.0%}"] = (
+            "permutation",
+            {**base, "workload": {"kind": "trace", "path": trace}},
+        )
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--aggregate", default="bottleneck")
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        for seed in range(1, args.seeds + 1):
+            for name, (scenario, sets) in cases(Path(d), seed).items():
+                sc = load_scenario(scenario).with_overrides(sets)
+                t0 = time.perf_counter()
+                pk = fabricsim.run(sc, engine="packet").flows["fct_s"].to_numpy()
+                t1 = time.perf_counter()
+                dsc = sc.with_overrides({"engine.decomposed.aggregate": args.aggregate})
+                res = fabricsim.run(dsc, engine="decomposed")
+                t2 = time.perf_counter()
+                dc = res.flows["fct_s"].to_numpy()
+                rows.append(
+                    {
+                        "case": name,
+                        "seed": seed,
+                        "mean_err": np.nanmean(dc) / pk.mean() - 1,
+                        "p99_err": np.nanpercentile(dc, 99) / np.percentile(pk, 99) - 1,
+                        "packet_s": t1 - t0,
+                        "decomposed_s": t2 - t1,
+                        "links_simulated": res.summary["links_simulated"],
+                        "links_loaded": res.summary["links_loaded"],
+                    }
+                )
+                print(rows[-1], flush=True)
+    t = pd.DataFrame(rows)
+    g = t.groupby("case", sort=False).agg(
+        mean_err=("mean_err", "mean"),
+        p99_err=("p99_err", "mean"),
+        packet_s=("packet_s", "mean"),
+        decomposed_s=("decomposed_s", "mean"),
+        sims=("links_simulated", "mean"),
+        loaded=("links_loaded", "mean"),
+    )
+    print("\n| case | mean FCT error | p99 FCT error | packet s | decomposed s | links simulated |")
+    print("|---|---|---|---|---|---|")
+    missed = False
+    for case, r in g.iterrows():
+        ok = abs(r.mean_err) <= MEAN_TARGET and abs(r.p99_err) <= P99_TARGET
+        missed |= not ok
+        print(
+            f"| {case} | {r.mean_err:+.0%} | {r.p99_err:+.0%} | {r.packet_s:.1f} | "
+            f"{r.decomposed_s:.1f} | {r.sims:.0f} of {r.loaded:.0f} |{'' if ok else ' missed'}"
+        )
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
