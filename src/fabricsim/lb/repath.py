@@ -47,6 +47,7 @@ class _Repathing(SprayingStrategy):
     """One live entropy value, replaced by a fresh random one by :meth:`repath`."""
 
     feedback = True
+    single_path = True  # (nic.delivery_mode rod allows it)
     fluid = None
 
     def __init__(self, creator: PortOwner, rand: Callable[[], float], clock: Clock) -> None:
