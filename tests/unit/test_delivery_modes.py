@@ -6,10 +6,16 @@ monitor (every data packet sent, with its entropy), the NIC statistics and the s
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 import fabricsim
+from fabricsim._core_build import core_mode
 
 BASE = {
     "name": "modes",
@@ -134,3 +140,39 @@ def test_a_delivery_mode_under_roce_is_refused_in_one_line():
     with pytest.raises(EngineRefusal, match=r"nic.delivery_mode=rod is read only when") as exc:
         check_supported(sc, "packet")
     assert "\n" not in str(exc.value)
+
+
+MODES_RUN = """
+import json, warnings
+import fabricsim
+from fabricsim._core_build import core_mode
+warnings.simplefilter("ignore")
+out = {"mode": core_mode()}
+for mode in ("rud", "rod", "rudi", "uud"):
+    spray = {} if mode == "rod" else {"packet_spraying_type": "oblivious"}
+    sc = fabricsim.load_scenario({
+        "name": "modes", "seed": 5, "engine": {"kind": "packet"},
+        "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 4, "hosts_per_leaf": 4},
+        "workload": {"kind": "incast", "senders": 7, "receiver": 0, "size_bytes": 150_000},
+        "switch": {"buffer_bytes": 60_000}, "nic": {"delivery_mode": mode, "rto_us": 8, **spray},
+        "records": {"uet_transport_stats": True}})
+    res = fabricsim.run(sc)
+    out[mode] = {"summary": res.summary, "flows": res.flows.astype(str).to_dict("list"),
+                 "stats": res.json_records["uet_transport_stats"]}
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+@pytest.mark.full
+@pytest.mark.skipif(core_mode() == "pure", reason="no compiled core in this install")
+def test_every_mode_gives_the_same_results_compiled_and_pure():
+    def run(pure: bool) -> dict:
+        env = {**os.environ, "FABRICSIM_PURE": "1" if pure else ""}
+        cmd = [sys.executable, "-c", MODES_RUN]
+        return json.loads(
+            subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+        )
+
+    compiled, pure = run(False), run(True)
+    assert compiled["mode"] == "compiled" and pure["mode"] == "pure"
+    assert {**compiled, "mode": ""} == {**pure, "mode": ""}
