@@ -194,8 +194,7 @@ class UudPdc(Pdc):
         self.next_psn = psn + 1
         pkt = self._emit(psn, size, False)
         self.inflight = 0  # nothing is awaited: no window to fill
-        if self.next_psn == self.npkts:
-            self.acked_ps = self.env.sim.now  # (the sender's end: nothing more to hear)
+        if self.next_psn == self.npkts:  # nothing more to send or to hear (acked_ps stays -1)
             self._close()
         return pkt
 
