@@ -251,7 +251,10 @@ class Uet(Transport):
 
     name = "uet"
     label = "UET"
-    help = "SACK, out-of-order placement, NACK on trim (UET's reliable unordered delivery)"
+    help = (
+        "SACK, out-of-order placement, NACK on trim (UET's reliable unordered delivery; "
+        "nic.delivery_mode picks rod, rudi or uud instead)"
+    )
     receive_rule = "out of order, SACK; a trimmed header is NACKed"
     nic_class = Nic
     pdc_class = Pdc
