@@ -16,6 +16,7 @@ import pytest
 
 import fabricsim
 from fabricsim._core_build import core_mode
+from fabricsim.experiments.runner import build_engine
 
 BASE = {
     "name": "modes",
@@ -84,6 +85,13 @@ def test_rod_keeps_one_path_and_changes_it_at_most_every_reroute_rtts():
         assert len(change) <= 1 + (t[-1] - t[0]) / hold_s
         changed += len(change)
     assert changed > 0
+    # the rule itself: every spraying state's changes, read off the engine after its run
+    engine = build_engine(fabricsim.load_scenario({**BASE, "nic": nic, "switch": marks}), "packet")
+    engine.run()
+    states = {id(p.spray): p.spray for conns in engine.pdcs for p in conns}.values()
+    hold_ps = int(rtts * engine.base_rtt_ps)
+    gaps = [b - a for s in states for a, b in zip(s.changes, s.changes[1:], strict=False)]
+    assert gaps and min(gaps) >= hold_ps
 
 
 def test_rudi_acks_each_packet_for_itself_and_places_a_resent_copy_again():
@@ -146,6 +154,7 @@ MODES_RUN = """
 import json, warnings
 import fabricsim
 from fabricsim._core_build import core_mode
+from fabricsim.experiments.runner import build_engine
 warnings.simplefilter("ignore")
 out = {"mode": core_mode()}
 for mode in ("rud", "rod", "rudi", "uud"):
