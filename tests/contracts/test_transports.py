@@ -26,6 +26,8 @@ from fabricsim.transport import registered_transports, transport_for
 TRANSPORTS = registered_transports()
 SRC = Path(fabricsim.__file__).parent
 INCAST = {"kind": "incast", "senders": HOSTS - 1, "receiver": 0, "size_bytes": 120_000}
+SAMPLE = {"nic.delivery_mode": "rudi"}
+"""A valid value of a transport's knob that is not a number of us (else ``selective``)."""
 
 
 def _run(name: str, overrides: dict | None = None, workload: dict | None = None):
@@ -108,7 +110,7 @@ def test_refuses_what_it_cannot_do_in_one_line(name: str):
     for key, readers in transport_knobs().items():
         if name in readers:
             continue
-        value = 100.0 if key.endswith("_us") else "selective"
+        value = 100.0 if key.endswith("_us") else SAMPLE.get(key, "selective")
         sc = fabricsim.load_scenario(scenario({"nic.transport": name, key: value}))
         with pytest.raises(EngineRefusal, match=rf"{re.escape(key)}=.* read only when") as exc:
             check_supported(sc, "packet")

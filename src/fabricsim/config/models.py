@@ -25,6 +25,7 @@ from pydantic import (
 
 from fabricsim.config.base import StrictModel
 from fabricsim.config.decomposed import DecomposedConfig
+from fabricsim.config.delivery import delivery_problem, derive_spraying
 from fabricsim.config.inputs import by_content, resolve_inputs
 from fabricsim.config.names import RegisteredName, has_trait
 from fabricsim.config.nscc import NsccConfig
@@ -351,6 +352,12 @@ class NicConfig(_Model):
         description="rod: the entropy changes at most once per this many base RTTs (on "
         "congestion or loss)",
     )
+    delivery_mode: Literal["rud", "rod", "rudi", "uud"] = Field(
+        "rud",
+        description="UET delivery mode: rud reliable unordered; rod reliable ordered (one path: "
+        "unset, nic.packet_spraying_type rod; go-back-N); rudi reliable unordered, idempotent "
+        "(no duplicate detection); uud unreliable (no ACKs, no retransmission)",
+    )
     plane_select: Literal["hash", "round_robin", "pinned"] = Field(
         "hash",
         description="multi_plane: the plane a packet leaves on: hash (the NIC hashes the "
@@ -603,6 +610,15 @@ class Scenario(_Model):
             "lb.policy", self.lb.policy, ONE_PATH_PER_FLOW
         ):
             nic._derive("packet_spraying_type", "none")
+        return self
+
+    @model_validator(mode="after")
+    def _spraying_follows_delivery_mode(self) -> Scenario:
+        """ROD keeps one path (unset: spraying type ``rod``); see :mod:`.delivery`."""
+        derive_spraying(self.nic)
+        problem = delivery_problem(self.nic)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")

@@ -227,6 +227,7 @@ PACKET_KEYS: tuple[str, ...] = (
     "nic.reps_recycle_last_hop_nack",
     "nic.reroute_rtts",
     "nic.transport",
+    "nic.delivery_mode",
     "nic.nscc.",
     "nic.plb.",
     "nic.roce.",

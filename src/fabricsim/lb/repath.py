@@ -13,7 +13,10 @@ per-ACK ECN echo, NACKs and timeouts, which the flow engine's fluid model does n
   never repaths -- the limitation ``001_*.txt`` points out.  A timeout repaths at once (not
   under ``idle_only``).
 * ``rod`` -- UEC 1.1's reliable ordered delivery on one path: on an ECN echo, a NACK or a
-  timeout the entropy changes, but at most once per ``nic.reroute_rtts`` base RTTs.
+  timeout the entropy changes, but at most once per ``nic.reroute_rtts`` base RTTs.  It is the
+  spraying type ``nic.delivery_mode: rod`` takes when none is set (:mod:`fabricsim.config.
+  delivery`); the receive and retransmission rules are the mode's (:mod:`fabricsim.transport.
+  uet`).
 
 Examples
 --------
@@ -47,6 +50,7 @@ class _Repathing(SprayingStrategy):
     """One live entropy value, replaced by a fresh random one by :meth:`repath`."""
 
     feedback = True
+    single_path = True  # (nic.delivery_mode rod allows it)
     fluid = None
 
     def __init__(self, creator: PortOwner, rand: Callable[[], float], clock: Clock) -> None:

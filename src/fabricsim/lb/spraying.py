@@ -38,6 +38,7 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
+from fabricsim.config.delivery import NEEDS_FEEDBACK, SINGLE_PATH
 from fabricsim.config.models import NicConfig
 from fabricsim.lb.registry import Method, Registry, describe_extras, help_of
 from fabricsim.routing.router import Path, Router
@@ -150,7 +151,8 @@ class SprayingStrategy:
     Class attributes a spraying type declares: ``name`` (the config value), ``help`` (one
     line), ``aliases`` (other accepted spellings; case, spaces and ``_`` are ignored),
     ``knobs`` (the ``nic.*`` keys it reads), ``feedback`` (whether the ``on_*`` methods do
-    anything), ``early_failure_detection`` (whether the NIC runs
+    anything), ``single_path`` (one entropy value at a time: ``nic.delivery_mode rod`` allows
+    only these), ``early_failure_detection`` (whether the NIC runs
     ``nic.failure_detection_rtt_multiplier`` deadlines for it), ``fluid`` and ``packet_only``
     (see the module docstring).
     """
@@ -160,6 +162,7 @@ class SprayingStrategy:
     aliases: ClassVar[tuple[str, ...]] = ()
     knobs: ClassVar[tuple[str, ...]] = ()
     feedback = False
+    single_path = False
     early_failure_detection = False
     fluid: ClassVar[type[FluidForm] | None] = None
     packet_only: ClassVar[str | None] = None
@@ -204,7 +207,15 @@ def _describe(cls: type[SprayingStrategy]) -> Method:
     )
 
 
-SPRAYING: Registry[type[SprayingStrategy]] = Registry("nic.packet_spraying_type", _describe)
+def _traits(cls: type[SprayingStrategy]) -> tuple[str, ...]:
+    """The traits config reads (:mod:`fabricsim.config.delivery`): one entropy at a time (what
+    ``nic.delivery_mode rod`` allows), and reacting to feedback (what ``uud`` cannot give)."""
+    return (SINGLE_PATH,) * cls.single_path + (NEEDS_FEEDBACK,) * cls.feedback
+
+
+SPRAYING: Registry[type[SprayingStrategy]] = Registry(
+    "nic.packet_spraying_type", _describe, _traits
+)
 """The spraying types by ``nic.packet_spraying_type`` name."""
 
 
@@ -256,6 +267,7 @@ class NoSpraying(SprayingStrategy):
 
     name = "none"
     compared = False  # the baseline: lb.policy ecmp
+    single_path = True
     help = "no spraying: every packet on its connection's own source port (per-flow ECMP)"
     fluid = OnePort
 

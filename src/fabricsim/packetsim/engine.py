@@ -500,7 +500,7 @@ class PacketEngine:
             "pdc_groups_created": nic_tot["pdc_groups_created"],
             "flows_failed": int(self.failed.sum()),
         }
-        for name in self.transport.summary_counters:
+        for name in self.transport.summary_counters_for(self.sc.nic):
             out[name] = nic_tot[name]
         if self.sc.switch.pfc:
             now = self.sim.now
@@ -512,6 +512,7 @@ class PacketEngine:
         """Why the unfinished flows did not complete (``None`` if every flow did)."""
         names, ports = self.fabric.link_names, self.ports
         cut = f"time limit {ps_to_s(limit):g} s reached" if self.sim.stopped else None
+        lost = self.transport.unfinished_reason(self.sc.nic)  # (no retransmission)
 
         def why(flow: int) -> tuple[str | None, list[str]]:
             pdcs = self.pdcs[flow]
@@ -521,7 +522,7 @@ class PacketEngine:
                 return "retries exhausted", dead
             if not pdcs and self.waiting[flow] > 0:
                 return cut or "waiting on flows that did not complete", dead
-            return cut, dead
+            return cut or lost, dead
 
         return reason_of_flows(why(f) for f in np.flatnonzero(self.finish_ps < 0).tolist())
 

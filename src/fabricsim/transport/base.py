@@ -88,6 +88,16 @@ class Transport:
         """The NIC and PDC classes a run with the NIC keys ``cfg`` builds."""
         return self.nic_class, self.pdc_class
 
+    def summary_counters_for(self, cfg: NicConfig) -> tuple[str, ...]:
+        """The counters the run's summary shows under the NIC keys ``cfg``
+        (:attr:`summary_counters`; UET's depend on ``nic.delivery_mode``)."""
+        return self.summary_counters
+
+    def unfinished_reason(self, cfg: NicConfig) -> str | None:
+        """Why a message may stay unfinished under ``cfg`` when nothing else stopped it (a
+        transport that does not retransmit), or None."""
+        return None
+
     def rto_floor_us_for(self, pfc: bool) -> float:
         """The floor of the automatic RTO with PFC on or off, us (:attr:`rto_floor_us`)."""
         return self.rto_floor_us
