@@ -67,16 +67,22 @@ def process_age_s() -> float | None:
         return None
 
 
-_AGE_TAKEN: list[bool] = []
+_START_UP_TAKEN: list[bool] = []
 
 
-def first_age_s() -> float | None:
-    """:func:`process_age_s` the first time it is called in this process, ``None`` after it:
-    the start-up of a process is paid by its first run (``timing.json``'s ``startup_s``)."""
-    if _AGE_TAKEN:
-        return None
-    _AGE_TAKEN.append(True)
-    return process_age_s()
+def start_up_once() -> dict[str, float | None]:
+    """The process's start-up, the first time it is asked in this process: ``startup_s``
+    (:func:`process_age_s`) and ``startup_cpu_s`` (the CPU seconds it has used, steadier than
+    wall time on a busy machine); both ``None`` afterwards (the first run paid the start-up).
+
+    >>> _ = start_up_once()  # (this process's first run may have asked already)
+    >>> start_up_once()
+    {'startup_s': None, 'startup_cpu_s': None}
+    """
+    if _START_UP_TAKEN:
+        return {"startup_s": None, "startup_cpu_s": None}
+    _START_UP_TAKEN.append(True)
+    return {"startup_s": process_age_s(), "startup_cpu_s": time.process_time()}
 
 
 def resident_mb() -> float | None:
@@ -107,7 +113,6 @@ else:
 
 __all__ = [
     "LazyModule",
-    "first_age_s",
     "pa",
     "pd",
     "pq",
@@ -116,4 +121,5 @@ __all__ = [
     "rich_console",
     "rich_progress",
     "rich_table",
+    "start_up_once",
 ]
