@@ -7,6 +7,7 @@ built to the end of the engine's run), on either engine."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -40,7 +41,7 @@ def test_the_first_run_of_a_process_records_its_start_up_and_every_run_its_memor
     # the interpreter and the imports came before the first run's engine; at most one clock
     # tick (10 ms) is added by the start time's resolution
     assert a["setup_s"] < a["startup_s"] < whole + 0.011
-    assert 0 < a["startup_cpu_s"] < whole
+    assert 0 < a["startup_cpu_s"] < whole * (os.cpu_count() or 1)  # (numpy's BLAS threads)
     assert b["startup_s"] is None and b["startup_cpu_s"] is None  # paid by the first run
     for timing in (a, b):
         assert 0 < timing["setup_s"] < timing["total_wall_s"]
