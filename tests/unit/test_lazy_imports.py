@@ -133,3 +133,48 @@ def test_a_single_run_of_the_program_goes_without_the_collector_and_main_keeps_i
         [sys.executable, "-c", in_process], capture_output=True, text=True, check=False
     )
     assert (done.returncode, done.stdout) == (0, "True\n"), done.stderr
+
+
+CLI_LIBRARIES = ("typer", "click", "rich", "pyarrow.parquet", "pyarrow")
+OTHER_KINDS = tuple(
+    f"fabricsim.workloads.{m}" for m in ("collective", "kv_cache", "moe", "chakra", "patterns")
+)
+
+
+def _modules_after(code: str, names: tuple[str, ...]) -> dict[str, bool]:
+    probe = f"{code}\nimport json, sys\nprint(json.dumps({{m: m in sys.modules for m in {names}}}))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_a_run_from_python_imports_neither_the_command_line_nor_the_parquet_writer(tmp_path):
+    """``fabricsim.run``: typer, click and rich are the command line's, pyarrow (and its
+    Parquet writer) the saved files'; ``Result.save`` imports pyarrow, still not typer."""
+    cm = tmp_path / "t.cm"
+    cm.write_text(CM)
+    run = f"import fabricsim\nres = fabricsim.run({str(cm)!r}, 'packet')\n"
+    assert _modules_after(run, CLI_LIBRARIES) == dict.fromkeys(CLI_LIBRARIES, False)
+    saved = _modules_after(f"{run}res.save({str(tmp_path / 'out')!r})", CLI_LIBRARIES)
+    assert saved == {
+        **dict.fromkeys(CLI_LIBRARIES, False),
+        "pyarrow.parquet": True,
+        "pyarrow": True,
+    }
+
+
+def test_a_run_imports_the_generator_of_its_own_workload_kind_only(tmp_path):
+    """A trace run imports ``workloads.trace``, none of the other kinds' modules; looking a
+    kind up imports its module (the registry lists every kind, in its declared order)."""
+    cm = tmp_path / "t.cm"
+    cm.write_text(CM)
+    names = (*OTHER_KINDS, "fabricsim.workloads.trace")
+    run = f"import fabricsim\nfabricsim.run({str(cm)!r}, 'flow')\n"
+    assert _modules_after(run, names) == {**dict.fromkeys(OTHER_KINDS, False), names[-1]: True}
+    listed = _modules_after(
+        "from fabricsim.workloads import registered_workloads\n"
+        "assert registered_workloads() == ('collective', 'kv_cache', 'moe', 'permutation', "
+        "'incast', 'leaf_to_leaf', 'trace'), registered_workloads()",
+        names,
+    )
+    assert listed == dict.fromkeys(names, True)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, get_args
 import numpy as np
 
 from fabricsim import workloads
-from fabricsim._compat import LazyModule
+from fabricsim._compat import LazyModule, resident_mb, start_up_once
 from fabricsim.config.loader import load_scenario
 from fabricsim.config.models import EngineConfig, Scenario
 from fabricsim.engine_api import EngineOutput, wire_bytes
@@ -233,11 +233,15 @@ def run(
     >>> res.summary["flows_total"], res.summary["flows_completed"]
     (8, 8)
     """
-    wall0 = time.perf_counter()
+    wall0, rss0 = time.perf_counter(), resident_mb()  # before the fabric is built
     b = build(scenario, engine)
+    setup, started = time.perf_counter() - wall0, start_up_once()  # the first event is next
     out = _execute(b.engine, b.policy, b.fabric, b.flows, progress, workers, scheduler)
-    wall = time.perf_counter() - wall0
-    return _assemble(b.sc, b.engine_name, b.fabric, b.router, b.flows, out, wall)
+    rss1, wall = resident_mb(), time.perf_counter() - wall0
+    res = _assemble(b.sc, b.engine_name, b.fabric, b.router, b.flows, out, wall)
+    grown = None if rss0 is None or rss1 is None else rss1 - rss0
+    res.timing.update(started, setup_s=setup, engine_rss_growth_mb=grown)
+    return res
 
 
 def _assemble(

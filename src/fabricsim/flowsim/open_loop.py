@@ -29,11 +29,11 @@ import heapq
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fabricsim._compat import pd
+from fabricsim._compat import LazyModule, pd
 from fabricsim.config.models import Scenario
 from fabricsim.engine_api import EngineOutput, wire_bytes_array
 from fabricsim.errors import EngineRefusal
@@ -42,7 +42,11 @@ from fabricsim.routing.dag import PairDags
 from fabricsim.routing.router import Router
 from fabricsim.topology.fabric import Fabric
 from fabricsim.workloads.base import FlowTable
-from fabricsim.workloads.moe import host_rates_bps
+
+if TYPE_CHECKING:
+    from fabricsim.workloads import moe
+else:  # perf: a run imports the generators of its own workload kind only
+    moe = LazyModule("fabricsim.workloads.moe")
 
 MAX_ROWS = 20_000
 _ROW_COLUMNS = (
@@ -131,7 +135,7 @@ class OpenLoopEngine:
             )
         self.sc, self.fabric, self.flows, self.policy = sc, fabric, flows, policy
         self.now = 0.0
-        send_bps, recv_bps = host_rates_bps(fabric)
+        send_bps, recv_bps = moe.host_rates_bps(fabric)
         self.send, self.recv = send_bps / 8.0, recv_bps / 8.0  # bytes/s
         self.wire = wire_bytes_array(flows.size_bytes, sc.nic.rdma_data_mss, sc.nic.header_bytes)
         caps = flows.extra.get("rate_cap_bps")

@@ -14,19 +14,23 @@ registers them) and passes the :class:`~fabricsim.metrics.summaries.RunContext`.
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from fabricsim._compat import pd
+from fabricsim._compat import LazyModule, pd
 from fabricsim.config.workloads import CollectiveWorkload
 from fabricsim.engine_api import wire_bytes_array
 from fabricsim.metrics.results import percentiles
 from fabricsim.metrics.summaries import RunContext, register_summarizer
 from fabricsim.routing.dag import PairDags
 from fabricsim.topology.fabric import Fabric
-from fabricsim.workloads.kv_cache import ttft_s
-from fabricsim.workloads.moe import host_rates_bps
+
+if TYPE_CHECKING:
+    from fabricsim.workloads import kv_cache, moe
+else:  # perf: a run imports the generators of its own workload kind only
+    kv_cache = LazyModule("fabricsim.workloads.kv_cache")
+    moe = LazyModule("fabricsim.workloads.moe")
 
 
 # -- leaf_to_leaf -----------------------------------------------------------------------------
@@ -71,7 +75,7 @@ def cct_lower_bound_s(
 ) -> tuple[float, str]:
     """CCT at 100 % utilization of the busiest NIC (``M`` in wire bits / its line rate) plus one
     unloaded path delay through it; also the name of that port."""
-    send_bps, recv_bps = host_rates_bps(fabric)
+    send_bps, recv_bps = moe.host_rates_bps(fabric)
     bits = 8.0 * np.asarray(wire_bytes, dtype=np.float64)
     out_t = np.bincount(src, weights=bits, minlength=fabric.num_hosts) / send_bps
     in_t = np.bincount(dst, weights=bits, minlength=fabric.num_hosts) / recv_bps
@@ -139,7 +143,7 @@ def moe_summary(ctx: RunContext) -> dict[str, Any]:
 
 def hot_receiver(fabric: Fabric, dst: np.ndarray, wire_bytes: np.ndarray) -> tuple[int, float]:
     """The receiver with the largest load over its line rate, and that load in seconds."""
-    _, recv_bps = host_rates_bps(fabric)
+    _, recv_bps = moe.host_rates_bps(fabric)
     load_s = np.bincount(dst, weights=8.0 * wire_bytes, minlength=fabric.num_hosts) / recv_bps
     hot = int(np.argmax(load_s))
     return hot, float(load_s[hot])
@@ -212,7 +216,7 @@ def ttft_summary(ctx: RunContext) -> dict[str, Any]:
     the requests whose KV flow finished) and ``kv_bytes_per_token``, and the per-flow
     ``ttft_s`` column (under ``"_columns"``, which the runner moves into the flow table).
     """
-    ttft = ttft_s(ctx.flows, ctx.fct_s)
+    ttft = kv_cache.ttft_s(ctx.flows, ctx.fct_s)
     out: dict[str, Any] = {k.replace("fct_", "ttft_"): v for k, v in percentiles(ttft).items()}
     meta = ctx.flows.meta.get("kv_cache", {})
     if "kv_bytes_per_token" in meta:

@@ -8,6 +8,7 @@ of bytes in ``1..MAX_MESSAGE_BYTES``, each start time finite in ``0..MAX_TIME_S`
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -235,6 +236,26 @@ class WorkloadKind:
 
 
 _REGISTRY: dict[str, WorkloadKind] = {}
+_PROVIDERS: dict[str, str] = {}
+"""``workload.kind`` -> the module whose import registers it (:func:`provide`), imported when
+the kind is first looked up."""
+
+
+def provide(module: str, *kinds: str) -> None:
+    """Declare that importing ``module`` registers ``kinds``; it is imported when one of them
+    is first looked up (:func:`workload_kind`, :func:`generate`, :func:`registered_workloads`).
+
+    perf: a run imports the module of its own kind only (a 128-host ``.cm`` trace run does not
+    import the MoE, Chakra, KV-cache or collective generators).
+    """
+    for kind in kinds:
+        _PROVIDERS[kind] = module
+
+
+def _registration(kind: str) -> WorkloadKind | None:
+    if kind not in _REGISTRY and kind in _PROVIDERS:
+        importlib.import_module(_PROVIDERS[kind])  # its register() calls fill _REGISTRY
+    return _REGISTRY.get(kind)
 
 
 def register(
@@ -261,13 +282,15 @@ def unregister(kind: str) -> None:
 
 
 def registered_workloads() -> tuple[str, ...]:
-    """Workload kinds with a registered builder, in registration order."""
-    return tuple(_REGISTRY)
+    """Workload kinds with a registered builder: the provided ones in the order they were
+    declared (:func:`provide`; each module imported), then any other in registration order."""
+    provided = [kind for kind in _PROVIDERS if _registration(kind) is not None]
+    return (*provided, *(kind for kind in _REGISTRY if kind not in _PROVIDERS))
 
 
 def workload_kind(kind: str) -> WorkloadKind | None:
     """The registration of ``kind`` (None: not registered)."""
-    return _REGISTRY.get(kind)
+    return _registration(kind)
 
 
 def harmonic(n: float, a: float) -> float:
@@ -291,9 +314,10 @@ def harmonic(n: float, a: float) -> float:
 def generate(sc: Scenario, fabric: Fabric) -> FlowTable:
     """Build the scenario's flow table on ``fabric``; refuse flows outside the input bounds."""
     kind = sc.workload.kind
-    if kind not in _REGISTRY:
+    registered = _registration(kind)
+    if registered is None:
         raise ConfigError(f"workload.kind: '{kind}' is not available yet in this build")
-    table = _REGISTRY[kind].generate(sc, fabric)
+    table = registered.generate(sc, fabric)
     table.check_hosts(fabric)
     where = f"workload ({kind})"
     checked_sizes(table.size_bytes, where)

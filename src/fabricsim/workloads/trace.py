@@ -408,7 +408,8 @@ def _plain_cm_columns(cm: _CmFile, hosts: int | None) -> dict[str, np.ndarray] |
     bad = (src == dst) | (size < 1) | (size > MAX_MESSAGE_BYTES) | (start_s > MAX_TIME_S)
     if hosts is not None:
         bad |= (src >= hosts) | (dst >= hosts)
-    if bad.any() or len(np.unique(ids)) < len(ids):
+    # perf: a repeated id found on the sorted ids (np.unique imports numpy.ma, 5-7 ms)
+    if bad.any() or (np.diff(np.sort(ids)) == 0).any():
         return None
     check_total_bytes(size, f"{FIELD}: {cm.name}", "messages")
     order = np.lexsort((ids, start_s))
