@@ -1,6 +1,7 @@
 """Workloads: each ``workload.kind`` builds a :class:`FlowTable` on a fabric."""
 
 from fabricsim.workloads import (  # noqa: F401  (registers builders)
+    chakra_replay,
     collective,
     kv_cache,
     moe,

@@ -9,6 +9,7 @@ of bytes in ``1..MAX_MESSAGE_BYTES``, each start time finite in ``0..MAX_TIME_S`
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,12 +47,21 @@ def read_text(path: str | Path, field_name: str, shown: str | None = None) -> st
         data = p.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{field_name}: cannot read {name}: {exc.strerror or exc}") from None
+    if _ET_NAME.search(p.name):
+        raise ConfigError(
+            f"{field_name}: {name} is a Chakra execution trace, not text; Chakra traces are "
+            f"read by workload.kind: chakra (workload.path: their directory), or as a demand "
+            f"matrix by workload.kind: moe with workload.matrix: chakra"
+        )
     if data[:2] == b"\x1f\x8b":
         raise ConfigError(f"{field_name}: {name} is gzip-compressed; decompress it first")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{field_name}: {name}: {_where_not_utf8(data, exc.start)}") from None
+
+
+_ET_NAME = re.compile(r"\.\d+\.et(?:\.gz)?$")  # a Chakra trace file, <prefix>.<rank>.et
 
 
 def _where_not_utf8(data: bytes, pos: int) -> str:
