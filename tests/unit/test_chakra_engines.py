@@ -87,3 +87,17 @@ def test_compute_scale_stretches_the_gaps(tmp_path, engine):
     res = fabricsim.run(scenario(ping_pong(tmp_path, 700), compute_scale=2.0), engine=engine)
     f = res.flows
     assert f["start_s"][1] == pytest.approx(f["finish_s"][0] + 1400e-6, abs=2 * PS)
+
+
+def test_flow_table_refuses_gaps_that_are_not_times():
+    from fabricsim.errors import ConfigError
+    from fabricsim.workloads.base import FlowTable
+
+    sc = fabricsim.load_scenario("ecmp-collision")
+    cols = ([0, 1], [8, 9], [100, 100], [0.0, 0.0])
+    table = FlowTable.build(sc, *cols, depends_on=[[], [0]], gap_s=[[], [0.5]])
+    assert table.gaps_bound_s() == 0.5
+    with pytest.raises(ConfigError, match="flow 1 waits nan s after a dependency"):
+        FlowTable.build(sc, *cols, depends_on=[[], [0]], gap_s=[[], [float("nan")]])
+    with pytest.raises(ValueError, match="one gap per dependency"):
+        FlowTable.build(sc, *cols, gap_s=[[], [0.5]])

@@ -148,7 +148,7 @@ class FlowTable:
 def _check_gaps(gaps: list[list[float]], deps: list[list[int]] | None, where: str) -> None:
     """``gap_s`` runs beside ``depends_on`` (one gap per dependency), each finite in
     ``0..MAX_TIME_S`` seconds."""
-    if deps is None or len(gaps) != len(deps) or any(map(len, gaps)) != any(map(len, deps)):
+    if deps is None or len(gaps) != len(deps):
         raise ValueError("gap_s needs depends_on, one gap per dependency")
     for i, (g, d) in enumerate(zip(gaps, deps, strict=True)):
         if len(g) != len(d):
