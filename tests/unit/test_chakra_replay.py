@@ -251,3 +251,20 @@ def test_an_unreplayed_collective_and_mismatched_collectives_are_refused(tmp_pat
     assert "are one collective" in text and "all_reduce of 100 bytes" in text
     text = refused(two_ranks(tmp_path, [all_reduce_node(1, 100)], [compute_node(1)]))
     assert "rank 0 runs 1 collectives in it but rank 1 runs 0" in text
+
+
+def test_the_cli_refuses_a_bad_trace_in_one_line_and_writes_nothing(tmp_path, capsys):
+    from fabricsim.cli import main
+
+    (tmp_path / "t").mkdir()
+    two_ranks(tmp_path / "t", [with_deps(send_node(1, dst=1, size=10), ctrl=[9])])
+    yaml_path = tmp_path / "s.yaml"
+    yaml_path.write_text(
+        "topology: {kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 2, link_gbps: 100}\n"
+        "workload: {kind: chakra, path: t, gpus_per_server: 1}\n"
+    )
+    out = tmp_path / "out"
+    assert main(["run", str(yaml_path), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "names parent 9 in ctrl_deps" in err
+    assert "Traceback" not in err and not out.exists()

@@ -386,10 +386,10 @@ class PacketEngine:
     def _ready_ps(self, flow: int) -> int:
         """When a released flow may start: its last dependency's finish (now), or later by
         the gap it waits after each dependency (``FlowTable.gap_s``)."""
-        gaps = self.flows.gap_s
-        if gaps is None:
+        gaps, deps_of = self.flows.gap_s, self.flows.depends_on
+        if gaps is None or deps_of is None:
             return self.sim.now
-        deps = self.flows.depends_on[flow]
+        deps = deps_of[flow]
         pairs = zip(deps, gaps[flow], strict=True)
         return max(int(self.finish_ps[d]) + s_to_ps(g) for d, g in pairs)
 

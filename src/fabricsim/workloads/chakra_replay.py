@@ -39,7 +39,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -86,8 +86,11 @@ def collective_messages(
     (today its ``collective`` builder, on a copy of the scenario whose workload is that
     collective); a new collectives API (more operations and algorithms) plugs in here alone.
     """
-    name = {"all_reduce": "ring_allreduce", "all_to_all": "all_to_all"}[op]
-    wl = CollectiveWorkload(op=name, size_bytes=size_bytes, hosts=[int(r) for r in ranks])
+    name: Literal["ring_allreduce", "all_to_all"] = (
+        "ring_allreduce" if op == "all_reduce" else "all_to_all"
+    )
+    hosts = [int(r) for r in ranks]
+    wl = CollectiveWorkload(op=name, size_bytes=size_bytes, hosts=hosts, start_s=0.0)
     table = collective(sc.model_copy(update={"workload": wl}), fabric)
     deps = table.depends_on or [[] for _ in range(len(table))]
     return table.src, table.dst, table.size_bytes, [list(d) for d in deps]
@@ -367,7 +370,9 @@ def _topological(plan: ReplayPlan) -> list[int]:
 def _refuse_cycle(plan: ReplayPlan, waiting: list[int]) -> None:
     """Walk back from a unit left waiting (each such unit waits on another) until one repeats."""
     left = {u for u, w in enumerate(waiting) if w}
-    u, seen, path = min(left), {}, []
+    seen: dict[int, int] = {}
+    path: list[int] = []
+    u = min(left)
     while u not in seen:
         seen[u] = len(path)
         path.append(u)
@@ -404,7 +409,8 @@ def _fold(plan: ReplayPlan) -> tuple[np.ndarray, list[list[int]], list[list[floa
     gaps: list[list[float]] = [[] for _ in range(flows)]
     total = 0
     for u in plan.order:
-        b, lag = (-math.inf if plan.unit_deps[u] else 0.0), {}
+        b = -math.inf if plan.unit_deps[u] else 0.0
+        lag: dict[int, float] = {}
         for d in plan.unit_deps[u]:
             f = plan.unit_flow[d]
             if f >= 0:

@@ -100,11 +100,9 @@ def replay_timeline(
         mine = [i for i, r in enumerate(plan.rank) if r == rank]
         comm = [(n_start[i], n_finish[i]) for i in mine if plan.comm[i]]
         compute = [(n_start[i], n_finish[i]) for i in mine if not plan.comm[i]]
-        values = (rank, max((n_finish[i] for i in mine), default=0.0))
-        if done:
-            values += (merged_length(compute), merged_length(comm), exposed(comm, compute))
-        else:
-            values += (math.nan,) * 3
+        busy = (merged_length(compute), merged_length(comm), exposed(comm, compute))
+        last = max((float(n_finish[i]) for i in mine), default=0.0)
+        values = (rank, last, *(busy if done else (math.nan,) * 3))
         for c, v in zip(RANK_COLUMNS, values, strict=True):
             per_rank[c].append(v)
     ranks = {

@@ -80,7 +80,8 @@ def training_step_traces(
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for rank in range(ranks):
-        nodes, last = [], None
+        nodes: list[Any] = []
+        last = 0  # 0: no parent yet (node ids start at 1)
         for i in range(layers):  # ids 1..layers
             node = compute_node(1 + i, forward_us, name=f"forward_{i}")
             nodes.append(with_deps(node, ctrl=[last] if last else []))
@@ -124,7 +125,7 @@ def moe_layer_traces(
     paths = []
     for rank in range(ranks):
         nodes: list[Any] = []
-        last: int | None = None
+        last = 0  # 0: no parent yet (node ids start at 1)
         for k in range(layers):
             base = 100 * (k + 1)
             size = int(dispatch_bytes * factor[k, rank])
