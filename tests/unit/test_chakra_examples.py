@@ -53,3 +53,14 @@ def test_fabricsim_run_of_a_chakra_replay_prints_both_on_the_packet_engine(tmp_p
     assert main(["run", str(yaml_path), "--engine", "packet", "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
     assert "iteration time" in out and "exposed communication" in out
+
+
+def test_the_moe_layer_yaml_builds_its_flows():
+    import fabricsim
+    from fabricsim.experiments.runner import fabric_of
+    from fabricsim.workloads import generate
+
+    sc = fabricsim.load_scenario(EXAMPLES / "chakra-moe-layer/moe-layer.yaml")
+    flows = generate(sc, fabric_of(sc))
+    assert len(flows) == 2 * 2 * 32 * 24  # 2 layers x 2 all-to-alls x 32 ranks x 24 off-server
+    assert flows.meta["chakra"].ranks == 32

@@ -96,8 +96,10 @@ def replay_timeline(
     }
     done = not np.isnan(n_finish).any()
     per_rank: dict[str, list[float]] = {c: [] for c in RANK_COLUMNS}
-    for rank in range(plan.ranks):
-        mine = [i for i, r in enumerate(plan.rank) if r == rank]
+    of_rank: list[list[int]] = [[] for _ in range(plan.ranks)]
+    for i, r in enumerate(plan.rank):
+        of_rank[r].append(i)
+    for rank, mine in enumerate(of_rank):
         comm = [(n_start[i], n_finish[i]) for i in mine if plan.comm[i]]
         compute = [(n_start[i], n_finish[i]) for i in mine if not plan.comm[i]]
         busy = (merged_length(compute), merged_length(comm), exposed(comm, compute))
