@@ -247,6 +247,8 @@ def test_an_unreplayed_collective_and_mismatched_collectives_are_refused(tmp_pat
     assert "is a ALL_GATHER collective; the replay runs ALL_REDUCE and ALL_TO_ALL" in refused(
         two_ranks(tmp_path, [node])
     )
+    del node.attr[0]
+    assert "is a collective without a comm_type attribute" in refused(two_ranks(tmp_path, [node]))
     text = refused(two_ranks(tmp_path, [all_reduce_node(1, 100)], [all_reduce_node(1, 200)]))
     assert "are one collective" in text and "all_reduce of 100 bytes" in text
     text = refused(two_ranks(tmp_path, [all_reduce_node(1, 100)], [compute_node(1)]))

@@ -201,6 +201,11 @@ def _kind(node: Any, attrs: dict[str, Any], fname: str) -> str:
         return "recv"
     if node.type == COMM_COLL:
         ctype = attrs.get("comm_type")
+        if ctype is None:
+            raise ConfigError(
+                f"workload.path: {fname}: node {node.id} ({node.name or 'unnamed'}) is a "
+                f"collective without a comm_type attribute"
+            )
         if ctype not in REPLAYED:
             named = COMM_TYPES[ctype] if isinstance(ctype, int) and 0 <= ctype < 10 else ctype
             raise ConfigError(
