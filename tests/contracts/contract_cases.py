@@ -92,6 +92,7 @@ SMALL_WORKLOADS: dict[str, dict[str, Any]] = {
     },
     "moe": {"kind": "moe", "tokens_per_gpu": 8, "gpus_per_server": 1},
     "collective": {"kind": "collective", "size_bytes": 100_000},
+    "chakra": {"kind": "chakra", "path": "@chakra", "gpus_per_server": 1},
 }
 # The selector fields of a workload whose every value (the field's Literal) is a contract case.
 VARIANT_FIELDS: dict[str, tuple[str, ...]] = {

@@ -137,7 +137,8 @@ def test_a_single_run_of_the_program_goes_without_the_collector_and_main_keeps_i
 
 CLI_LIBRARIES = ("typer", "click", "rich", "pyarrow.parquet", "pyarrow")
 OTHER_KINDS = tuple(
-    f"fabricsim.workloads.{m}" for m in ("collective", "kv_cache", "moe", "chakra", "patterns")
+    f"fabricsim.workloads.{m}"
+    for m in ("chakra_replay", "collective", "kv_cache", "moe", "chakra", "patterns")
 )
 
 
@@ -173,7 +174,7 @@ def test_a_run_imports_the_generator_of_its_own_workload_kind_only(tmp_path):
     assert _modules_after(run, names) == {**dict.fromkeys(OTHER_KINDS, False), names[-1]: True}
     listed = _modules_after(
         "from fabricsim.workloads import registered_workloads\n"
-        "assert registered_workloads() == ('collective', 'kv_cache', 'moe', 'permutation', "
+        "assert registered_workloads() == ('chakra', 'collective', 'kv_cache', 'moe', 'permutation', "
         "'incast', 'leaf_to_leaf', 'trace'), registered_workloads()",
         names,
     )

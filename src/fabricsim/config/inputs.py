@@ -29,6 +29,7 @@ from typing import Any
 INPUT_FIELDS: dict[str, tuple[str, ...]] = {
     "trace": ("path",),
     "moe": ("path",),
+    "chakra": ("path",),
     "kv_cache": ("prompt_path", "gpu_profile_path"),
 }
 """``workload.kind`` -> the workload keys that name an input file or directory."""

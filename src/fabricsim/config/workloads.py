@@ -202,6 +202,34 @@ class CollectiveWorkload(_Workload):
     start_s: float = Field(0.0, ge=0, le=MAX_TIME_S, description="start time, s")
 
 
+class ChakraWorkload(_Workload):
+    """A replay of MLCommons Chakra execution traces, one file per rank, with dependencies.
+
+    Rank ``r`` runs on host ``r``.  Compute nodes last their recorded duration times
+    ``compute_scale``; communication nodes become flows (send/recv) or collectives (all-reduce
+    as a ring, all-to-all); a node starts when its data and control dependencies have finished.
+    Messages between ranks of one server (``gpus_per_server``) cross NVLink at ``nvlink_gbps``
+    instead of the fabric.
+    """
+
+    kind: Literal["chakra"] = "chakra"
+    path: str = Field(
+        ..., min_length=1, description="a directory of <prefix>.<rank>.et files, or one of them"
+    )
+    compute_scale: float = Field(
+        1.0, ge=0, le=1e6, description="compute nodes take their duration x this (0: no compute)"
+    )
+    gpus_per_server: int = Field(
+        8, ge=1, le=10**6, description="ranks per server: messages inside one cross NVLink"
+    )
+    nvlink_gbps: float = Field(
+        3600.0, gt=0, le=1e6, description="NVLink rate of one GPU, each way, Gbps (intra-server)"
+    )
+    trace_groups: dict[str, list[int]] | None = Field(
+        None, description="process group name -> ranks (default: every rank)"
+    )
+
+
 WorkloadConfig = Annotated[
     TraceWorkload
     | PermutationWorkload
@@ -209,7 +237,8 @@ WorkloadConfig = Annotated[
     | LeafToLeafWorkload
     | KvCacheWorkload
     | MoeWorkload
-    | CollectiveWorkload,
+    | CollectiveWorkload
+    | ChakraWorkload,
     Field(discriminator="kind"),
 ]
 

@@ -129,6 +129,8 @@ def describe_workload(sc: Scenario) -> str:
     if kind == "collective":
         who = f"{len(w.hosts)} hosts" if w.hosts else "all hosts"
         return f"collective: {w.op.replace('_', ' ')} of {human_bytes(w.size_bytes)} over {who}"
+    if kind == "chakra":
+        return f"Chakra trace replay: {w.path}, compute x {w.compute_scale:g}"
     return f"trace: {w.path}"
 
 

@@ -399,9 +399,9 @@ DECOMPOSED = register_engine(
         records=(),
         link_failures=False,
         flow_models=(),
-        # a collective's steps wait on each other (a closed loop); any other table with
+        # collective steps and replayed traces wait on earlier flows (a closed loop); any table with
         # dependent flows is refused once its flows are known (open_loop_only)
-        workloads=tuple(k for k in _WORKLOADS if k != "collective"),
+        workloads=tuple(k for k in _WORKLOADS if k not in ("collective", "chakra")),
         packet_budget=False,
         memory_terms=decomposed_engine_terms,
         open_loop_only=True,

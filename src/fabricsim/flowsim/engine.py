@@ -230,12 +230,17 @@ class FlowEngine:
                 done = max(done, c.done_s)
             self.finish[flow] = done
             self.policy.on_finish(flow)
+            gaps = self.flows.gap_s  # per dependency: the seconds after it finishes
             for nxt in self.dependents[flow]:
                 self._waiting[nxt] -= 1
                 if self._waiting[nxt] == 0:
                     ready = -math.inf
-                    for d in self.deps[nxt]:
-                        ready = max(ready, float(self.finish[d]))
+                    if gaps is None:
+                        for d in self.deps[nxt]:
+                            ready = max(ready, float(self.finish[d]))
+                    else:
+                        for d, gap in zip(self.deps[nxt], gaps[nxt], strict=True):
+                            ready = max(ready, float(self.finish[d]) + gap)
                     self._push(max(self._start[nxt], ready), _ARRIVAL, nxt)
         self.dirty = True
 
@@ -340,7 +345,8 @@ class FlowEngine:
         """``engine.time_limit_s``, else a bound no max-min run reaches: the last start plus
         twice every wire byte crossing :data:`LIMIT_HOPS` links at the slowest rate any
         connection may get (the slowest working link, degraded and core links included,
-        or the lowest per-flow rate cap), plus 1 s.
+        or the lowest per-flow rate cap), plus 1 s; the gaps dependent flows wait
+        (:meth:`FlowTable.gaps_bound_s`) are added to the last start.
 
         While a flow is active some link on its path is saturated, so the fabric moves at
         least that rate of (flow, link) bytes; a run with work left past the bound has a
@@ -353,7 +359,8 @@ class FlowEngine:
         total = float(np.sum(f.size_bytes)) * (1 + self.hdr / self.mss) * 8
         if not rate > 0:  # no link carries anything: the run ends when nothing can move
             return math.inf
-        return float(np.max(f.start_s, initial=0.0)) + 2 * LIMIT_HOPS * total / rate + 1.0
+        last = float(np.max(f.start_s, initial=0.0)) + f.gaps_bound_s()
+        return last + 2 * LIMIT_HOPS * total / rate + 1.0
 
     def _wire_delivered(self, conn: _Conn) -> float:
         if conn.slot >= 0:  # still active (unfinished)

@@ -64,6 +64,13 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
             f" (lower bound {human_seconds(bound)}, × {s['cct_inflation']:.2f})" if bound else ""
         )
         rows.append(("CCT", human_seconds(s["cct_s"]) + extra))
+    if "iteration_time_s" in s:  # a Chakra replay (None: a flow did not finish)
+        for key, label in (
+            ("iteration_time_s", "iteration time"),
+            ("exposed_comm_s", "exposed communication"),
+        ):
+            value = s.get(key)
+            rows.append((label, "unfinished" if value is None else human_seconds(value)))
     if "step_efficiency" in s:
         rows.append(("step efficiency", f"{s['step_efficiency']:.3f}"))
     if "bytes_total" in s:

@@ -8,7 +8,9 @@ registers them) and passes the :class:`~fabricsim.metrics.summaries.RunContext`.
 * ``collective``: completion time, algorithm and bus bandwidth (nccl-tests' definitions);
 * ``moe``: the dispatch's CCT, its lower bound and the hot receiver (moved from
   ``workloads/moe.py``);
-* ``kv_cache``: TTFT percentiles (:func:`ttft_summary`).
+* ``kv_cache``: TTFT percentiles (:func:`ttft_summary`);
+* ``chakra``: the replay's iteration time and exposed communication, and its timeline tables
+  (:func:`chakra_summary`).
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from fabricsim.routing.dag import PairDags
 from fabricsim.topology.fabric import Fabric
 
 if TYPE_CHECKING:
-    from fabricsim.workloads import kv_cache, moe
+    from fabricsim.workloads import chakra_timeline, kv_cache, moe
 else:  # perf: a run imports the generators of its own workload kind only
+    chakra_timeline = LazyModule("fabricsim.workloads.chakra_timeline")
     kv_cache = LazyModule("fabricsim.workloads.kv_cache")
     moe = LazyModule("fabricsim.workloads.moe")
 
@@ -223,3 +226,18 @@ def ttft_summary(ctx: RunContext) -> dict[str, Any]:
         out["kv_bytes_per_token"] = int(meta["kv_bytes_per_token"])
     out["_columns"] = {"ttft_s": ttft}
     return out
+
+
+# -- chakra -----------------------------------------------------------------------------------
+@register_summarizer("chakra")
+def chakra_summary(ctx: RunContext) -> dict[str, Any]:
+    """``iteration_time_s``, ``exposed_comm_s`` (the rank with the most), ``exposed_comm_mean_s``,
+    ``compute_s``, ``comm_s``, ``chakra_ranks``, ``chakra_nodes``; adds the tables
+    ``chakra_timeline`` (one row per trace node: rank, node_id, name, kind, start_s, finish_s,
+    duration_s) and ``chakra_ranks`` (per rank: finish_s, compute_s, comm_s, exposed_comm_s)."""
+    out = ctx.output
+    start = out.start_s if out.start_s is not None else ctx.flows.start_s
+    summary, timeline, ranks = chakra_timeline.replay_timeline(ctx.flows.meta["chakra"], start, out.finish_s)
+    out.tables["chakra_timeline"] = pd.DataFrame(timeline)
+    out.tables["chakra_ranks"] = pd.DataFrame(ranks)
+    return summary

@@ -22,7 +22,8 @@ Defaults derived here (each overridable in the scenario):
   pfc_thresholds` (XOFF = the port's buffer less the headroom, under RoCE twice its ECN
   maximum; XON 2 packets lower); with ``switch.pfc_dynamic_alpha`` a shared buffer per switch
   (``switch.pfc_shared_buffer_bytes``, else the sum of its ingress links' buffers);
-* time limit: ``engine.time_limit_s``, else last start + 4 x all wire bytes at the slowest
+* time limit: ``engine.time_limit_s``, else last start (+ the gaps dependent flows wait,
+  ``FlowTable.gaps_bound_s``) + 4 x all wire bytes at the slowest
   working link's rate + the full RTO backoff ``rto x 2^(max_retries + 1)`` + 1 ms (a run may
   pass ``MAX_TIME_S`` by that span: a flow may start at it).
 """
@@ -379,9 +380,18 @@ class PacketEngine:
         for nxt in self.dependents[flow]:
             self.waiting[nxt] -= 1
             if self.waiting[nxt] == 0:
-                self.sim.at(
-                    max(s_to_ps(float(self.flows.start_s[nxt])), self.sim.now), self._arrive, nxt
-                )
+                start = max(s_to_ps(float(self.flows.start_s[nxt])), self._ready_ps(nxt))
+                self.sim.at(start, self._arrive, nxt)
+
+    def _ready_ps(self, flow: int) -> int:
+        """When a released flow may start: its last dependency's finish (now), or later by
+        the gap it waits after each dependency (``FlowTable.gap_s``)."""
+        gaps, deps_of = self.flows.gap_s, self.flows.depends_on
+        if gaps is None or deps_of is None:
+            return self.sim.now
+        deps = deps_of[flow]
+        pairs = zip(deps, gaps[flow], strict=True)
+        return max(int(self.finish_ps[d]) + s_to_ps(g) for d, g in pairs)
 
     def _tx_failed(self, pdc: Pdc) -> None:
         self.nics[pdc.dst].rx_abandoned(pdc)
@@ -396,15 +406,15 @@ class PacketEngine:
     # -- run -----------------------------------------------------------------------------------
     def time_limit_ps(self) -> int:
         """The simulated-time limit (``engine.time_limit_s`` or the automatic bound): the
-        last start + 4 x all wire bytes at the slowest working link's rate (degraded, core
-        and NVLink links included) + 1 ms + the full RTO backoff, at most
-        :data:`LIMIT_MAX_PS`."""
+        last start (+ the dependency gaps) + 4 x all wire bytes at the slowest working
+        link's rate (degraded, core and NVLink links included) + 1 ms + the full RTO
+        backoff, at most :data:`LIMIT_MAX_PS`."""
         if self.sc.engine.time_limit_s is not None:
             return time_ps(self.sc.engine.time_limit_s, "engine.time_limit_s")
         f = self.flows
         rate = slowest_rate_bps(self.fabric, f.extra.get("rate_cap_bps"))
         total = sum(wire_bytes(int(s), self.mss, self.hdr) for s in f.size_bytes)
-        last = float(np.max(f.start_s, initial=0.0))
+        last = float(np.max(f.start_s, initial=0.0)) + f.gaps_bound_s()
         tries = self.sc.nic.max_retries + 1
         backoff = self.rto_ps * (2**tries if self.sc.nic.rto_backoff else tries)
         span_s = last + 4 * total * 8 / rate + 1e-3 if rate > 0 else math.inf

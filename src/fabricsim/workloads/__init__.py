@@ -13,6 +13,7 @@ from fabricsim.workloads.base import (
     registered_workloads,
 )
 
+provide("fabricsim.workloads.chakra_replay", "chakra")
 provide("fabricsim.workloads.collective", "collective")
 provide("fabricsim.workloads.kv_cache", "kv_cache")
 provide("fabricsim.workloads.moe", "moe")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,12 +48,21 @@ def read_text(path: str | Path, field_name: str, shown: str | None = None) -> st
         data = p.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{field_name}: cannot read {name}: {exc.strerror or exc}") from None
+    if _ET_NAME.search(p.name):
+        raise ConfigError(
+            f"{field_name}: {name} is a Chakra execution trace, not text; Chakra traces are "
+            f"read by workload.kind: chakra (workload.path: their directory), or as a demand "
+            f"matrix by workload.kind: moe with workload.matrix: chakra"
+        )
     if data[:2] == b"\x1f\x8b":
         raise ConfigError(f"{field_name}: {name} is gzip-compressed; decompress it first")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{field_name}: {name}: {_where_not_utf8(data, exc.start)}") from None
+
+
+_ET_NAME = re.compile(r"\.\d+\.et(?:\.gz)?$")  # a Chakra trace file, <prefix>.<rank>.et
 
 
 def _where_not_utf8(data: bytes, pos: int) -> str:
@@ -74,7 +84,11 @@ class FlowTable:
     from the scenario's ``ports`` stream; both engines use it.  ``extra`` holds per-flow columns
     a workload adds (e.g. ``prompt_tokens``); they are copied into the output table.
     ``depends_on`` (optional) lists, per flow, the flow ids that must finish before it starts
-    (its ``start_s`` is then the earliest start); ``meta`` is workload-level information.
+    (its ``start_s`` is then the earliest start); ``gap_s`` (optional, with ``depends_on``)
+    gives, per flow and per dependency, the seconds that must pass after that dependency
+    finishes (compute between them, say): a dependent flow starts at
+    ``max(start_s, max(finish[d] + gap))`` over its dependencies ``d``.  ``meta`` is
+    workload-level information.
     """
 
     src: np.ndarray
@@ -85,9 +99,17 @@ class FlowTable:
     extra: dict[str, np.ndarray] = field(default_factory=dict)
     depends_on: list[list[int]] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    gap_s: list[list[float]] | None = None
 
     def __len__(self) -> int:
         return len(self.src)
+
+    def gaps_bound_s(self) -> float:
+        """An upper bound on the gaps along any dependency chain: every flow's largest gap,
+        summed (0 without gaps); the engines add it to their automatic time limits."""
+        if not self.gap_s:
+            return 0.0
+        return float(sum(max(g, default=0.0) for g in self.gap_s))
 
     @classmethod
     def build(cls, sc: Scenario, src, dst, size_bytes, start_s, **kw: Any) -> FlowTable:
@@ -104,6 +126,8 @@ class FlowTable:
         n = len(src)
         if not (len(dst) == len(size) == len(start) == n):
             raise ValueError("flow columns must have equal lengths")
+        if kw.get("gap_s") is not None:
+            _check_gaps(kw["gap_s"], kw.get("depends_on"), where)
         ports = stream(sc.seed, "ports").integers(0, 65536, size=n, dtype=np.int64)
         return cls(src, dst, size, start, ports, **kw)
 
@@ -120,6 +144,22 @@ class FlowTable:
         same = np.flatnonzero(self.src == self.dst)
         if len(same):
             raise ConfigError(f"{field_name}: flow {int(same[0])} sends to its own host")
+
+
+def _check_gaps(gaps: list[list[float]], deps: list[list[int]] | None, where: str) -> None:
+    """``gap_s`` runs beside ``depends_on`` (one gap per dependency), each finite in
+    ``0..MAX_TIME_S`` seconds."""
+    if deps is None or len(gaps) != len(deps):
+        raise ValueError("gap_s needs depends_on, one gap per dependency")
+    for i, (g, d) in enumerate(zip(gaps, deps, strict=True)):
+        if len(g) != len(d):
+            raise ValueError(f"flow {i}: {len(g)} gaps for {len(d)} dependencies")
+        for x in g:
+            if not 0.0 <= x <= MAX_TIME_S:  # NaN fails too
+                raise ConfigError(
+                    f"{where}: flow {i} waits {x:.6g} s after a dependency, which is not in "
+                    f"0..{MAX_TIME_S:g} s"
+                )
 
 
 def checked_sizes(size: np.ndarray, where: str) -> np.ndarray:

@@ -324,6 +324,18 @@ def _messages(data: bytes, fname: str) -> Iterator[tuple[int, memoryview]]:
         index += 1
 
 
+def _is_text(data: bytes) -> bool:
+    """Whether a file's first 4 KiB read as UTF-8 text (a trace starts with a control byte:
+    the metadata's length, then protobuf tags such as 0x0a)."""
+    head = data[:4096]
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if len(data) <= len(head) or exc.start < len(head) - 3:  # not a character cut at 4 KiB
+            return False
+    return not any(b < 0x20 and b not in (9, 10, 13) for b in head)
+
+
 def iter_trace(path: str | Path) -> Iterator[Any]:
     """One rank's ``GlobalMetadata``, then its ``Node`` s one at a time (a trace is never held
     as a list of messages); malformed input raises ConfigError naming the file."""
@@ -331,6 +343,11 @@ def iter_trace(path: str | Path) -> Iterator[Any]:
     data = _read_bounded(p)
     if not data:
         raise ConfigError(f"workload.path: {p.name}: empty file")
+    if _is_text(data):
+        raise ConfigError(
+            f"workload.path: {p.name} is text, not a Chakra execution trace (binary protobuf); "
+            f"a CSV or Parquet message table is read by workload.kind: trace"
+        )
     from google.protobuf.message import DecodeError  # perf: lazy
 
     node_cls, _, meta_cls = _classes()
