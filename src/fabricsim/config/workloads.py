@@ -323,12 +323,13 @@ class CollectiveWorkload(_Workload):
         allowed = COLLECTIVE_ALGORITHMS[self.operation]
         if self.algorithm is not None and self.algorithm not in allowed:
             raise ValueError(
-                f"algorithm: {self.operation} runs with {', '.join(allowed)} "
-                f"(got {self.algorithm})"
+                f"algorithm: {self.operation} runs with {', '.join(allowed)} (got {self.algorithm})"
             )
         if self.op == "ring_allreduce" and self.algorithm not in (None, "ring"):
-            raise ValueError("algorithm: op ring_allreduce is all_reduce with ring; use op "
-                             f"all_reduce for {self.algorithm}")
+            raise ValueError(
+                "algorithm: op ring_allreduce is all_reduce with ring; use op "
+                f"all_reduce for {self.algorithm}"
+            )
         if self.sizes is not None and "size_bytes" in self.model_fields_set:
             raise ValueError("sizes: give workload.size_bytes or workload.sizes, not both")
         if self.hierarchical and self.operation in ("all_to_all", "send_recv"):

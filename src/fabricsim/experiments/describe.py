@@ -129,8 +129,10 @@ def describe_workload(sc: Scenario) -> str:
     if kind == "collective":
         who = f"{len(w.hosts)} hosts" if w.hosts else "all hosts"
         sizes = w.size_list
-        what = human_bytes(sizes[0]) if len(sizes) == 1 else (
-            f"{human_bytes(sizes[0])}..{human_bytes(sizes[-1])} ({len(sizes)} sizes)"
+        what = (
+            human_bytes(sizes[0])
+            if len(sizes) == 1
+            else (f"{human_bytes(sizes[0])}..{human_bytes(sizes[-1])} ({len(sizes)} sizes)")
         )
         how = f"{w.algo}, {w.channels} channel{'s' if w.channels > 1 else ''}"
         how += ", hierarchical" if w.hierarchical else ""

@@ -160,8 +160,9 @@ class _Spec:
     gpus_per_server: int
 
     def but(self, op: str, algorithm: str, size: int) -> _Spec:
-        return _Spec(op, algorithm, max(1, size), self.channels, self.chunk_bytes,
-                     self.gpus_per_server)
+        return _Spec(
+            op, algorithm, max(1, size), self.channels, self.chunk_bytes, self.gpus_per_server
+        )
 
 
 def _flat(dag: algos.Dag, spec: _Spec, ranks: np.ndarray, root_host: int) -> None:

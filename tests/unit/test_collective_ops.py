@@ -1,0 +1,176 @@
+"""Collectives as NCCL runs them: operations, algorithms, channels, servers, size sweeps."""
+
+import numpy as np
+import pytest
+
+import fabricsim
+from fabricsim.errors import ConfigError
+from fabricsim.workloads.collective import collective_flows, ring_order
+
+BASE = {
+    "topology": {
+        "kind": "leaf_spine",
+        "leaves": 2,
+        "spines": 8,
+        "hosts_per_leaf": 8,
+        "link_gbps": 100,
+    },
+    "workload": {"kind": "collective", "op": "ring_allreduce", "size_bytes": 64 * 2**20},
+    "nic": {"packet_spraying_type": "none"},
+}
+
+RAILS = {
+    "topology": {
+        "kind": "rail_optimized",
+        "servers": 4,
+        "rails": 4,
+        "spines": 2,
+        "link_gbps": 100,
+        "pxn": True,
+    },
+    "nic": {"packet_spraying_type": "none"},
+}
+
+
+def _wl(base, **wl):
+    return {**base, "workload": {"kind": "collective", **wl}}
+
+
+def test_ring_allreduce_is_all_reduce_with_ring():
+    old = fabricsim.run(BASE, engine="flow")
+    new = fabricsim.run(_wl(BASE, op="all_reduce", size_bytes=64 * 2**20), engine="flow")
+    cols = ["src", "dst", "size_bytes", "start_s", "finish_s", "step"]
+    assert old.flows[cols].equals(new.flows[cols])
+    assert old.summary["busbw_gbps"] == new.summary["busbw_gbps"]
+
+
+def test_collective_flows_entry_point():
+    c = collective_flows("all_reduce", None, np.array([3, 5, 7, 9]), 4000, 2)
+    assert len(c) == 2 * 2 * 3 * 4 and int(c.size_bytes.sum()) == 2 * 3 * 4000
+    assert set(c.src) == {3, 5, 7, 9}
+    # first: flows waiting for no earlier flow of their sender; last: nothing waits for them
+    assert all(not c.depends_on[i] for i in c.first)
+    waited = {d for dep in c.depends_on for d in dep}
+    assert set(c.last) == set(range(len(c))) - waited
+    assert all(d < i for i, dep in enumerate(c.depends_on) for d in dep)
+    b = collective_flows("broadcast", "ring", np.arange(4), 4 * 2**20, root=2, chunk_bytes=2**20)
+    assert list(b.src[b.first]) == [2, 3, 0]  # the chain starts at the root: piece 0 per hop
+    with pytest.raises(ConfigError, match="workload.algorithm: all_gather runs with ring"):
+        collective_flows("all_gather", "tree", np.arange(4), 100)
+
+
+def test_bus_bandwidth_factors_per_operation():
+    """nccl-tests' busbw / algbw: 2(n-1)/n, (n-1)/n, 1 (broadcast, reduce, send_recv)."""
+    n = 16
+    for op, factor in [
+        ("all_reduce", 2 * (n - 1) / n),
+        ("all_gather", (n - 1) / n),
+        ("reduce_scatter", (n - 1) / n),
+        ("all_to_all", (n - 1) / n),
+        ("broadcast", 1.0),
+        ("reduce", 1.0),
+        ("send_recv", 1.0),
+    ]:
+        s = fabricsim.run(_wl(BASE, op=op, size_bytes=2**20), engine="flow").summary
+        assert s["busbw_gbps"] == pytest.approx(s["algbw_gbps"] * factor, rel=1e-12), op
+
+
+def test_size_sweep_runs_sizes_one_after_another():
+    sizes = [2**20, 2**21, 2**22]
+    res = fabricsim.run(_wl(BASE, op="all_gather", sizes="1MiB..4MiB"), engine="flow")
+    table = res.tables["collective_sizes"]
+    assert table["size_bytes"].tolist() == sizes
+    assert table["count"].tolist() == [s // 4 // 16 for s in sizes]  # per rank, float elements
+    f = res.flows
+    for k in (1, 2):
+        assert f["start_s"][f["size_index"] == k].min() == pytest.approx(
+            f["finish_s"][f["size_index"] == k - 1].max(), abs=1e-15
+        )
+    # each size of the sweep takes the time it takes alone
+    alone = fabricsim.run(_wl(BASE, op="all_gather", size_bytes=2**21), engine="flow")
+    assert table["time_us"][1] * 1e-6 == pytest.approx(alone.summary["collective_time_s"], rel=1e-9)
+    assert res.summary["collective_time_s"] == pytest.approx(table["time_us"][2] * 1e-6)
+    assert table["busbw_GBps"][2] == pytest.approx(res.summary["busbw_gbps"] / 8)
+
+
+def test_steps_table_has_link_utilization_per_step():
+    res = fabricsim.run(BASE, engine="flow")
+    steps = res.tables["collective_steps"]
+    assert len(steps) == 30 and steps["step"].tolist() == list(range(30))
+    assert (steps["link_util_max"] <= 1 + 1e-9).all() and (steps["link_util_max"] > 0.5).all()
+    assert (steps["efficiency"] <= 1 + 1e-9).all()
+    assert res.summary["step_efficiency_min"] == pytest.approx(steps["efficiency"].min())
+
+
+def test_channels_leave_servers_by_their_rail():
+    """Channel k's ring leaves each server from GPU k-1 for the next server's GPU k; with PXN
+    every inter-server hop then stays on rail k's leaf (no spine)."""
+    assert ring_order(np.arange(8), 1, 4).tolist() == [1, 2, 3, 0, 5, 6, 7, 4]
+    res = fabricsim.run(_wl(RAILS, op="all_gather", size_bytes=2**20, channels=4), engine="flow")
+    f = res.flows
+    src = f["src"].str[4:].astype(int)
+    dst = f["dst"].str[4:].astype(int)
+    cross = (src // 4) != (dst // 4)
+    ch = f["channel"][cross]
+    assert ((dst[cross] % 4) == ch).all() and ((src[cross] % 4) == (ch - 1) % 4).all()
+    assert not f["path"].str.contains("spine").any()
+
+
+def test_hierarchical_all_reduce_runs_in_three_phases():
+    res = fabricsim.run(
+        _wl(RAILS, op="all_reduce", size_bytes=4 * 2**20, hierarchical=True), engine="flow"
+    )
+    f = res.flows
+    src = f["src"].str[4:].astype(int)
+    dst = f["dst"].str[4:].astype(int)
+    inside = (src // 4) == (dst // 4)
+    assert inside[f["phase"] != 1].all() and not inside[f["phase"] == 1].any()
+    assert ((src % 4) == (dst % 4))[f["phase"] == 1].all()  # across servers: one rail each
+    for a, b in ((0, 1), (1, 2)):
+        assert f["start_s"][f["phase"] == b].min() >= f["finish_s"][f["phase"] == a].min()
+    assert res.summary["bytes_conserved"] is True
+    # per GPU: 2 x (3/4) x S inside, 2 x (3/4) x S/4 across (ring all_reduce of S/4)
+    per_gpu = f.groupby("src")["size_bytes"].sum()
+    assert (per_gpu == 2 * 3 * 2**20 + 2 * 3 * 2**18).all()
+
+
+@pytest.mark.parametrize(
+    "wl,msg",
+    [
+        ({"op": "all_gather", "algorithm": "tree"}, "all_gather runs with ring"),
+        ({"op": "ring_allreduce", "algorithm": "tree"}, "use op all_reduce for tree"),
+        ({"sizes": "1MB..8MB", "size_bytes": 100}, "not both"),
+        ({"sizes": "8MB..1MB"}, "A <= B"),
+        ({"sizes": "1MB-8MB"}, "write A..B"),
+        ({"sizes": ["4MB", "x"]}, "a size in bytes"),
+        ({"op": "send_recv", "hierarchical": True}, "point-to-point"),
+    ],
+)
+def test_bad_collective_config_is_one_line(wl, msg):
+    with pytest.raises(ConfigError, match=msg) as err:
+        fabricsim.load_scenario(_wl(BASE, **wl))
+    assert "\n" not in str(err.value)
+
+
+def test_hierarchical_needs_servers_and_root_a_rank():
+    with pytest.raises(ConfigError, match="workload.hierarchical: needs ranks in servers"):
+        fabricsim.run(_wl(BASE, op="all_reduce", size_bytes=2**20, hierarchical=True))
+    with pytest.raises(ConfigError, match="workload.root: a rank index in 0..15"):
+        fabricsim.run(_wl(BASE, op="broadcast", size_bytes=2**20, root=16))
+
+
+def test_cli_prints_the_nccl_tests_table(capsys, tmp_path):
+    from fabricsim.cli import main
+
+    sweep = "examples/collective-sweep.yaml"
+    code = main(["run", sweep, "--out", str(tmp_path / "r"), "--set", "workload.sizes=1MiB..2MiB"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "busbw (GB/s)" in out and "1048576" in out and "2097152" in out
+    assert (tmp_path / "r" / "collective_sizes.parquet").exists()
+    assert (tmp_path / "r" / "collective_steps.parquet").exists()
+    code = main(
+        ["run", sweep, "--out", str(tmp_path / "b"), "--set", "workload.algorithm=pairwise"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "all_reduce runs with ring, tree" in err and len(err.splitlines()) == 1
