@@ -55,7 +55,7 @@ def collective_summary(ctx: RunContext) -> dict[str, Any]:
     Adds the tables ``collective_sizes`` (per size: nccl-tests' columns ``size_bytes``,
     ``count``, ``time_us``, ``algbw_GBps``, ``busbw_GBps``) and ``collective_steps`` (per size
     and step: its window, the busiest link and its utilization, the links' mean utilization,
-    and ``efficiency`` = the step's NIC-bound time over its duration).
+    and ``efficiency`` = the step's NIC-bound time over its slowest flow's time).
     """
     wl = ctx.scenario.workload
     assert isinstance(wl, CollectiveWorkload)
@@ -109,7 +109,13 @@ def collective_sizes(
 
 
 def collective_steps(ctx: RunContext) -> pd.DataFrame:
-    """Per size and step: window, flows, bytes, busiest link, utilizations, efficiency."""
+    """Per size and step: window, flows, bytes, busiest link, utilizations, efficiency.
+
+    A step's window runs from its first start to its last finish; a link's utilization is its
+    wire bits in the step over its rate and the window.  ``efficiency``: the busiest NIC's wire
+    bits in the step over its rate (the step's time if only the NICs limited it), divided by
+    the step's slowest flow time (1: no flow waited for the fabric).
+    """
     f, fab, sc = ctx.flows, ctx.fabric, ctx.scenario
     wire = wire_bytes_array(f.size_bytes, sc.nic.rdma_data_mss, sc.nic.header_bytes) * 8.0
     links = flow_links(fab, f.src, f.dst, ctx.output.path)
@@ -132,11 +138,12 @@ def collective_steps(ctx: RunContext) -> pd.DataFrame:
             float(np.max(np.bincount(f.src[sel], wire[sel], fab.num_hosts) / send_bps)),
             float(np.max(np.bincount(f.dst[sel], wire[sel], fab.num_hosts) / recv_bps)),
         )
+        slowest = float(np.max(ctx.output.finish_s[sel] - start[sel]))
         top = int(np.argmax(util))
         rows.append(
             (int(sizes[f.extra["size_index"][sel[0]]]), int(f.extra["step"][sel[0]]), a, b,
              len(sel), int(f.size_bytes[sel].sum()), fab.link_names[used[top]],
-             float(util[top]), float(util.mean()), nic / (b - a))
+             float(util[top]), float(util.mean()), nic / slowest)
         )  # fmt: skip
     cols = ["size_bytes", "step", "start_s", "end_s", "flows", "bytes", "busiest_link",
             "link_util_max", "link_util_mean", "efficiency"]  # fmt: skip
