@@ -187,3 +187,34 @@ def test_ecmp_collisions_show_in_the_step_efficiency():
     assert spray.summary["step_efficiency_min"] > 0.9
     assert ecmp["step_efficiency_mean"] < 0.7 * spray.summary["step_efficiency_mean"]
     assert ecmp["busbw_gbps"] < spray.summary["busbw_gbps"]
+
+
+@pytest.mark.parametrize(
+    "wl",
+    [
+        {"op": "all_reduce", "algorithm": "tree", "channels": 2},
+        {"op": "broadcast", "algorithm": "tree"},
+        {"op": "reduce"},
+        {"op": "all_to_all", "algorithm": "pairwise"},
+        {"op": "send_recv", "channels": 3},
+        {"op": "all_gather", "sizes": "1MiB..8MiB"},
+        {"op": "all_reduce", "hierarchical": True},
+    ],
+)
+def test_budget_terms_count_the_flows_and_bytes(wl):
+    """The memory budget's flows and bytes from the config alone: exact for a flat
+    collective, an upper bound for a hierarchical one."""
+    from types import SimpleNamespace
+
+    from fabricsim.experiments.runner import fabric_of
+    from fabricsim.workloads import generate
+    from fabricsim.workloads.collective import collective_load
+
+    sc = fabricsim.load_scenario(_wl(RAILS, size_bytes=8 * 2**20, **wl) if "sizes" not in wl
+                                 else _wl(RAILS, **wl))  # fmt: skip
+    table = generate(sc, fabric_of(sc))
+    est = collective_load(sc.workload, SimpleNamespace(hosts=16, leaves=4))
+    if wl.get("hierarchical"):
+        assert len(table) <= est.flows and table.size_bytes.sum() <= est.bytes_total
+    else:
+        assert (len(table), int(table.size_bytes.sum())) == (est.flows, int(est.bytes_total))

@@ -210,21 +210,25 @@ def servers_grid(ranks: np.ndarray, gpus_per_server: int) -> np.ndarray:
     keys, counts = np.unique(server, return_counts=True)
     if gpus_per_server <= 1 or len(set(counts.tolist())) != 1:
         raise ConfigError(
-            "workload.hierarchical: needs ranks in servers of equal size (workload."
-            f"gpus_per_server={gpus_per_server}; a rail_optimized fabric's topology.rails)"
+            "workload.hierarchical: needs ranks in servers of equal size; set "
+            f"workload.gpus_per_server (now {gpus_per_server}) or use a rail_optimized fabric "
+            "(its topology.rails)"
         )
     return np.stack([ranks[server == k] for k in keys])
 
 
-def _hier_phases(spec: _Spec, ranks: np.ndarray, root: int) -> list:
+_Phase = tuple[_Spec, list[np.ndarray], "int | np.ndarray | None"]
+
+
+def _hier_phases(spec: _Spec, ranks: np.ndarray, root: int) -> list[_Phase]:
     """(spec, groups, root) per phase of the hierarchical collective."""
     grid = servers_grid(ranks, spec.gpus_per_server)
     per = grid.shape[1]
     intra = list(grid)
     inter = list(grid.T)
-    row, col = (int(x[0]) for x in np.nonzero(grid == root))
+    col = int(np.nonzero(grid == root)[1][0])
     s = spec
-    phases = {
+    phases: dict[str, list[_Phase]] = {
         "all_reduce": [
             (s.but("reduce_scatter", "ring", s.size), intra, None),
             (s.but("all_reduce", s.algorithm, s.size // per), inter, None),
@@ -247,7 +251,6 @@ def _hier_phases(spec: _Spec, ranks: np.ndarray, root: int) -> list:
             (s.but("reduce", s.algorithm, s.size), [grid[:, col]], root),
         ],
     }
-    del row
     return phases[spec.op]
 
 
@@ -305,19 +308,19 @@ def collective_load(wl: CollectiveWorkload, fab: FabricCounts) -> WorkloadLoad:
     op, algo, c = wl.operation, wl.algo, wl.channels
     flows = 0
     total = busiest = 0.0
-    for size in wl.size_list:
-        p = algos.pieces(max(1, size // c), wl.chunk_bytes)
+    for size in wl.size_list:  # hierarchical: at most the flat collective's flows and bytes
+        p = algos.pieces(max(1, size // c), wl.chunk_bytes)  # a chain's pieces
+        half = algos.pieces(max(1, size // (2 * c)), wl.chunk_bytes)  # a tree's, per half
+        tree = algo == "tree"
         per_channel = {
-            "all_reduce": 2 * (n - 1) * n if algo == "ring" else 4 * (n - 1) * p,
+            "all_reduce": 4 * (n - 1) * half if tree else 2 * (n - 1) * n,
             "send_recv": n,
-            "broadcast": (n - 1) * p * (2 if algo == "tree" else 1),
-            "reduce": (n - 1) * p * (2 if algo == "tree" else 1),
+            "broadcast": 2 * (n - 1) * half if tree else (n - 1) * p,
+            "reduce": 2 * (n - 1) * half if tree else (n - 1) * p,
         }.get(op, (n - 1) * n)
-        flows += per_channel * c * (3 if wl.hierarchical else 1)
+        flows += per_channel * c
         moved = {"all_reduce": 2 * (n - 1), "send_recv": n}.get(op, n - 1) * float(size)
-        if op in ("all_gather", "reduce_scatter", "all_to_all"):
-            moved /= n
-        total += moved * (2 if wl.hierarchical else 1)
+        total += moved
         busiest += max(moved / n, float(size))
     return WorkloadLoad(
         flows=flows,
