@@ -106,7 +106,7 @@ def collective_flows(
     --------
     >>> import numpy as np
     >>> c = collective_flows("all_reduce", "ring", np.arange(4), 4096)
-    >>> len(c), list(c.first), list(c.last), int(c.step.max())
+    >>> len(c), c.first.tolist(), c.last.tolist(), int(c.step.max())
     (24, [0, 1, 2, 3], [20, 21, 22, 23], 5)
     """
     ranks = np.asarray(ranks, dtype=np.int64)
