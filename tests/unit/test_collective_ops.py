@@ -90,6 +90,11 @@ def test_size_sweep_runs_sizes_one_after_another():
     alone = fabricsim.run(_wl(BASE, op="all_gather", size_bytes=2**21), engine="flow")
     assert table["time_us"][1] * 1e-6 == pytest.approx(alone.summary["collective_time_s"], rel=1e-9)
     assert res.summary["collective_time_s"] == pytest.approx(table["time_us"][2] * 1e-6)
+    # steps continue over the sizes: 15 per all_gather, so step analyses see 45 steps
+    steps = res.tables["collective_steps"]
+    assert steps["step"].tolist() == list(range(45))
+    assert steps["size_bytes"].tolist() == [s for s in sizes for _ in range(15)]
+    assert f.groupby("step")["size_index"].nunique().max() == 1
     assert table["busbw_GBps"][2] == pytest.approx(res.summary["busbw_gbps"] / 8)
 
 

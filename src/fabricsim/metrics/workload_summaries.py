@@ -124,9 +124,9 @@ def collective_steps(ctx: RunContext) -> pd.DataFrame:
     assert isinstance(sc.workload, CollectiveWorkload)
     sizes = np.array(sc.workload.size_list)
     rows = []
-    key = f.extra["size_index"] * (int(f.extra["step"].max()) + 1) + f.extra["step"]
-    for k in np.unique(key):
-        sel = np.flatnonzero(key == k)
+    step = f.extra["step"]  # unique over a sweep's sizes
+    for k in np.unique(step):
+        sel = np.flatnonzero(step == k)
         a, b = float(start[sel].min()), float(ctx.output.finish_s[sel].max())
         bits = np.zeros(fab.num_links)
         for i in sel:

@@ -347,6 +347,7 @@ def collective(sc: Scenario, fabric: Fabric) -> FlowTable:
     }
     deps: list[list[int]] = []
     before: list[int] = []  # the previous size's last flows
+    steps = 0  # a sweep's steps continue from size to size (a step is one in the whole run)
     for k, size in enumerate(wl.size_list):
         c = collective_flows(
             wl.operation, wl.algo, hosts, size, wl.channels, root=wl.root,
@@ -358,8 +359,10 @@ def collective(sc: Scenario, fabric: Fabric) -> FlowTable:
             deps[base + int(i)] = before + deps[base + int(i)]
         before = (c.last + base).tolist()
         for name, col in (("src", c.src), ("dst", c.dst), ("size", c.size_bytes),
-                          ("step", c.step), ("channel", c.channel), ("phase", c.phase)):  # fmt: skip
+                          ("step", c.step + steps), ("channel", c.channel),
+                          ("phase", c.phase)):  # fmt: skip
             cols[name].append(col)
+        steps += int(c.step.max()) + 1
         cols["size_index"].append(np.full(len(c), k, dtype=np.int64))
     joined = {k: np.concatenate(v) for k, v in cols.items()}
     table = FlowTable.build(
