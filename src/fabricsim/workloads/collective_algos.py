@@ -69,7 +69,7 @@ def ring(dag: Dag, op: str, order: np.ndarray, size: int) -> None:
     Step ``s`` of rank ``i`` waits for its own step ``s-1`` and for what it received in
     step ``s-1``.
     """
-    n = len(order)
+    n, order = len(order), order.tolist()  # perf: Python ints in the loops
     chunk = split_bytes(size, n) if op != "send_recv" else [int(size)] * n
     steps = {"all_reduce": 2 * (n - 1), "send_recv": 1}.get(op, n - 1)
     prev: list[int] = []
@@ -89,7 +89,7 @@ def ring(dag: Dag, op: str, order: np.ndarray, size: int) -> None:
 def direct(dag: Dag, order: np.ndarray, size: int) -> None:
     """all_to_all as one group of sends (NCCL's grouped send/recv): every rank sends its
     chunk to every other rank at once, rank by rank, peers in ring order."""
-    n = len(order)
+    n, order = len(order), order.tolist()
     chunk = split_bytes(size, n)
     for i in range(n):
         for k in range(1, n):
@@ -100,7 +100,7 @@ def chain(dag: Dag, op: str, order: np.ndarray, size: int, chunk_bytes: int) -> 
     """Ring broadcast (from ``order[0]`` along the ring) or reduce (along the ring into
     ``order[-1]``), pipelined in pieces: piece ``p`` on hop ``h`` waits for piece ``p`` on
     hop ``h-1`` and piece ``p-1`` on hop ``h``."""
-    n = len(order)
+    n, order = len(order), order.tolist()
     part = split_bytes(size, pieces(size, chunk_bytes))
     prev: list[int] = []  # the previous piece's flows, per hop
     for nbytes in part:
@@ -148,7 +148,8 @@ def tree(dag: Dag, op: str, order: np.ndarray, size: int, chunk_bytes: int) -> N
     for v in range(1, n):
         kids[tree_parent(v)].append(v)
     halves = split_bytes(size, 2)
-    for half, pos in zip(halves, tree_positions(order, rooted=op != "all_reduce"), strict=True):
+    for half, top in zip(halves, tree_positions(order, rooted=op != "all_reduce"), strict=True):
+        pos = top.tolist()
         part = split_bytes(half, pieces(half, chunk_bytes))
         up_prev: list[int] = [-1] * n
         down_prev: list[int] = [-1] * n
@@ -174,24 +175,24 @@ def tree(dag: Dag, op: str, order: np.ndarray, size: int, chunk_bytes: int) -> N
 def levels(deps: list[list[int]]) -> np.ndarray:
     """Each flow's step: 0 without dependencies, else one more than its latest dependency
     (dependencies point to earlier flows)."""
-    out = np.zeros(len(deps), dtype=np.int64)
+    out = [0] * len(deps)
     for i, dep in enumerate(deps):
         if dep:
-            out[i] = 1 + max(int(out[d]) for d in dep)
-    return out
+            out[i] = 1 + max([out[d] for d in dep])
+    return np.array(out, dtype=np.int64)
 
 
 def entries(src: np.ndarray, deps: list[list[int]]) -> np.ndarray:
     """Flows that wait for no earlier flow of their own sender: where a rank's part of the
     collective begins (what must wait for the rank's earlier work)."""
+    s = src.tolist()  # perf: Python ints, not numpy scalars, in the loop
     return np.array(
-        [i for i, dep in enumerate(deps) if all(src[d] != src[i] for d in dep)], dtype=np.int64
+        [i for i, dep in enumerate(deps) if all(s[d] != s[i] for d in dep)], dtype=np.int64
     )
 
 
 def sinks(n: int, deps: list[list[int]]) -> np.ndarray:
     """Flows no other flow waits for: when they are done, every flow is."""
     waited = np.zeros(n, dtype=bool)
-    for dep in deps:
-        waited[dep] = True
+    waited[[d for dep in deps for d in dep]] = True
     return np.flatnonzero(~waited)
