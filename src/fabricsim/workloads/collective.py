@@ -176,7 +176,7 @@ def _flat(dag: algos.Dag, spec: _Spec, ranks: np.ndarray, root_host: int) -> Non
                 algos.tree(dag, spec.op, np.roll(order, -start), ch_bytes, spec.chunk_bytes)
             else:  # broadcast from the root along the ring; reduce along it into the root
                 shift = start if spec.op == "broadcast" else start + 1
-                algos.chain(dag, spec.op, np.roll(order, -shift), ch_bytes, spec.chunk_bytes)
+                algos.chain(dag, np.roll(order, -shift), ch_bytes, spec.chunk_bytes)
         elif spec.algorithm == "tree":
             algos.tree(dag, spec.op, order, ch_bytes, spec.chunk_bytes)
         elif spec.algorithm == "direct":

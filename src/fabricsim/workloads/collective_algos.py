@@ -96,9 +96,9 @@ def direct(dag: Dag, order: np.ndarray, size: int) -> None:
             dag.add(order[i], order[(i + k) % n], chunk[(i + k) % n], [])
 
 
-def chain(dag: Dag, op: str, order: np.ndarray, size: int, chunk_bytes: int) -> None:
+def chain(dag: Dag, order: np.ndarray, size: int, chunk_bytes: int) -> None:
     """Ring broadcast (from ``order[0]`` along the ring) or reduce (along the ring into
-    ``order[-1]``), pipelined in pieces: piece ``p`` on hop ``h`` waits for piece ``p`` on
+    ``order[-1]``: the caller orders the ring), pipelined in pieces: piece ``p`` on hop ``h`` waits for piece ``p`` on
     hop ``h-1`` and piece ``p-1`` on hop ``h``."""
     n, order = len(order), order.tolist()
     part = split_bytes(size, pieces(size, chunk_bytes))
@@ -109,7 +109,6 @@ def chain(dag: Dag, op: str, order: np.ndarray, size: int, chunk_bytes: int) -> 
             deps = ([row[-1]] if row else []) + ([prev[h]] if prev else [])
             row.append(dag.add(order[h], order[h + 1], nbytes, deps))
         prev = row
-    del op  # broadcast and reduce share the chain; the caller orders it
 
 
 def tree_parent(v: int) -> int:
