@@ -289,3 +289,12 @@ def test_packet_engine_runs_the_dag_hierarchical_and_swept():
     # engine) or as fluid flows that each pay the last packet's pipeline delay (the flow engine)
     assert np.all(np.abs(t_pkt / t_flow - 1) < 0.1), (t_flow, t_pkt)
     assert len(pkt.tables["collective_steps"]) == len(flow.tables["collective_steps"])
+
+
+def test_collective_tables_are_saved_and_read_back(tmp_path):
+    res = fabricsim.run(_wl(BASE, op="reduce_scatter", sizes=[2**20, 2**21]), engine="flow")
+    res.save(tmp_path / "r")
+    back = fabricsim.load_run(tmp_path / "r")
+    for name in ("collective_sizes", "collective_steps"):
+        assert back.tables[name].equals(res.tables[name])
+    assert back.flows["size_index"].tolist() == res.flows["size_index"].tolist()
