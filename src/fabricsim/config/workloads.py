@@ -288,7 +288,7 @@ class CollectiveWorkload(_Workload):
         None,
         description="size sweep run one size after another: A..B doubles from A while <= B "
         "(1MiB..1GiB = nccl-tests -b 1M -e 1G), A..BxF multiplies by F, or a list; "
-        "replaces size_bytes",
+        "replaces size_bytes (which then shows the last size)",
     )
     chunk_bytes: int = Field(
         1024**2,
@@ -330,8 +330,11 @@ class CollectiveWorkload(_Workload):
                 "algorithm: op ring_allreduce is all_reduce with ring; use op "
                 f"all_reduce for {self.algorithm}"
             )
-        if self.sizes is not None and "size_bytes" in self.model_fields_set:
-            raise ValueError("sizes: give workload.size_bytes or workload.sizes, not both")
+        if self.sizes is not None:
+            given = "size_bytes" in self.model_fields_set
+            if given and self.size_bytes != self.sizes[-1]:  # a saved config.yaml has both
+                raise ValueError("sizes: give workload.size_bytes or workload.sizes, not both")
+            self._derive("size_bytes", self.sizes[-1])  # the size the summary reports
         if self.hierarchical and self.operation in ("all_to_all", "send_recv"):
             raise ValueError(f"hierarchical: not for {self.operation} (point-to-point)")
         return self
