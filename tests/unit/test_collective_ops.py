@@ -298,3 +298,16 @@ def test_collective_tables_are_saved_and_read_back(tmp_path):
     for name in ("collective_sizes", "collective_steps"):
         assert back.tables[name].equals(res.tables[name])
     assert back.flows["size_index"].tolist() == res.flows["size_index"].tolist()
+
+
+def test_a_later_layer_sets_the_size_or_the_sweep(tmp_path):
+    """``workload.size_bytes`` and ``workload.sizes`` are alternatives across layers: a saved
+    sweep's config.yaml reruns with another sweep or with one size."""
+    res = fabricsim.run(_wl(BASE, op="all_gather", sizes="1MiB..2MiB"), engine="flow")
+    res.save(tmp_path / "r")
+    saved = fabricsim.load_scenario(tmp_path / "r" / "config.yaml")
+    assert saved.workload.size_list == [2**20, 2**21] and saved.workload.size_bytes == 2**21
+    sweep = saved.with_overrides({"workload.sizes": "4MiB..8MiB"}).workload
+    assert sweep.size_list == [4 * 2**20, 8 * 2**20]
+    one = saved.with_overrides({"workload.size_bytes": 3 * 2**20}).workload
+    assert one.sizes is None and one.size_list == [3 * 2**20]
