@@ -72,6 +72,25 @@ def _print_summary(res: Any) -> None:
     for what, value in summary_rows(s):
         table.add_row(what, value)
     console.print(table)
+    if "collective_sizes" in res.tables:
+        _print_collective_sizes(console, res)
+
+
+def _print_collective_sizes(console: Any, res: Any) -> None:
+    """A collective's nccl-tests table: size, count, time, algbw, busbw per size."""
+    wl = res.scenario.workload
+    table = rich_table.Table(title=f"{wl.operation} ({wl.algo}, {wl.channels} channel(s))")
+    for head in ("size (B)", "count (elements)", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
+        table.add_column(head, justify="right")
+    for row in res.tables["collective_sizes"].itertuples(index=False):
+        table.add_row(
+            f"{row.size_bytes}",
+            f"{row.count}",
+            f"{row.time_us:.1f}",
+            f"{row.algbw_GBps:.2f}",
+            f"{row.busbw_GBps:.2f}",
+        )
+    console.print(table)
 
 
 def _trend_cell(cell: tuple[dict[str, Any], dict[str, Any]] | None) -> str:

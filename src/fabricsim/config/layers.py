@@ -36,6 +36,7 @@ GENERAL_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
 ALTERNATIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("switch", ("buffer_bytes", "buffer_bdp")),
     ("nic", ("ack_bytes", "ack_coalesce")),
+    ("workload", ("size_bytes", "sizes")),  # a collective's one size or its sweep
 )
 KIND_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "topology": {

@@ -8,13 +8,14 @@ terms.  The contract tests iterate that registry, so a kind missing either half 
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal, get_args
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from fabricsim.config.base import StrictModel
 from fabricsim.config.catalog import GPUS, MODELS
-from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S
+from fabricsim.units import MAX_MESSAGE_BYTES, MAX_TIME_S, parse_quantity
 
 
 class _Workload(StrictModel):
@@ -190,16 +191,168 @@ class MoeWorkload(_Workload):
         return self
 
 
+COLLECTIVE_OPS = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "broadcast",
+    "reduce",
+    "all_to_all",
+    "send_recv",
+)
+"""The collective operations, as nccl-tests names them (``ring_allreduce``: all_reduce + ring)."""
+COLLECTIVE_ALGORITHMS: dict[str, tuple[str, ...]] = {
+    "all_reduce": ("ring", "tree"),
+    "all_gather": ("ring",),
+    "reduce_scatter": ("ring",),
+    "broadcast": ("ring", "tree"),
+    "reduce": ("ring", "tree"),
+    "all_to_all": ("direct", "pairwise"),
+    "send_recv": ("ring",),
+}
+"""Per operation, the algorithms it runs with; the first is its default, as NCCL runs it for
+large buffers: ring; all-to-all as one group of sends (``direct``; ``pairwise``: in ``n-1``
+synchronized steps, MPI's pairwise exchange); send/recv is one ring shift."""
+MAX_SWEEP_SIZES = 64
+
+
+def sweep_sizes(value: object) -> list[int] | None:
+    """``workload.sizes``: ``"A..B"`` doubles from A while <= B (nccl-tests ``-b A -e B -f 2``),
+    ``"A..BxF"`` multiplies by F; a list is taken as it is.  Sizes take unit suffixes.
+
+    >>> sweep_sizes("1MiB..8MiB")
+    [1048576, 2097152, 4194304, 8388608]
+    >>> sweep_sizes("1kB..1MBx10"), sweep_sizes(["4MB", 8])
+    ([1000, 10000, 100000, 1000000], [4000000, 8])
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*([^.\s]+)\s*\.\.\s*([^x\s]+)\s*(?:x\s*(\d+))?\s*", value)
+        if m is None:
+            raise ValueError(f"write A..B (doubling) or A..BxF, or a list of sizes (got {value!r})")
+        lo, hi = (_size(v) for v in m.group(1, 2))
+        factor = int(m.group(3) or 2)
+        if factor < 2 or hi < lo:
+            raise ValueError(f"needs A <= B and a factor >= 2 (got {value!r})")
+        out = [lo]
+        while out[-1] * factor <= hi and len(out) <= MAX_SWEEP_SIZES:
+            out.append(out[-1] * factor)
+    elif isinstance(value, list | tuple):
+        out = [_size(v) for v in value]
+    else:
+        raise ValueError(f"write A..B (doubling) or a list of sizes (got {value!r})")
+    if not 1 <= len(out) <= MAX_SWEEP_SIZES:
+        raise ValueError(f"1 to {MAX_SWEEP_SIZES} sizes (got {len(out)})")
+    return out
+
+
+def _size(v: object) -> int:
+    parsed = parse_quantity(v, "size_bytes") if isinstance(v, str) else v
+    if isinstance(parsed, bool) or not isinstance(parsed, int | float) or parsed != int(parsed):
+        raise ValueError(f"a size in bytes, e.g. 4MB or 4194304 (got {v!r})")
+    if not 1 <= parsed <= MAX_MESSAGE_BYTES:
+        raise ValueError(f"sizes are 1..{MAX_MESSAGE_BYTES} bytes (got {v!r})")
+    return int(parsed)
+
+
 class CollectiveWorkload(_Workload):
-    """A synchronized collective over a host group."""
+    """A collective over a group of ranks (one GPU = one host), as NCCL runs it.
+
+    The schedule is a DAG of steps (each flow starts when the data it needs has arrived); the
+    formulas, sizes and bus-bandwidth factors are those of ``docs/collectives.md``.
+    """
 
     kind: Literal["collective"] = "collective"
-    op: Literal["ring_allreduce", "all_to_all"] = Field("ring_allreduce", description="collective")
-    size_bytes: int = Field(
-        64 * 1024**2, ge=1, le=MAX_MESSAGE_BYTES, description="buffer size per host, bytes"
+    op: Literal[(*COLLECTIVE_OPS, "ring_allreduce")] = Field(  # type: ignore[valid-type]
+        "ring_allreduce",
+        description="operation (nccl-tests' names); ring_allreduce = all_reduce with ring",
     )
-    hosts: list[int] | None = Field(None, description="participants (default: all hosts)")
+    algorithm: Literal["ring", "tree", "pairwise", "direct"] | None = Field(
+        None,
+        description="ring; tree (double binary tree: all_reduce, broadcast, reduce); all_to_all: "
+        "direct (every send at once) or pairwise (n-1 synchronized steps); null: the "
+        "operation's default (all_to_all: direct, else ring)",
+    )
+    channels: int = Field(
+        1, ge=1, le=64, description="parallel rings/trees (NCCL channels), each 1/channels of it"
+    )
+    size_bytes: int = Field(
+        64 * 1024**2,
+        ge=1,
+        le=MAX_MESSAGE_BYTES,
+        description="nccl-tests' size: all_reduce/broadcast/reduce/send_recv the buffer per "
+        "rank; all_gather/reduce_scatter/all_to_all the whole array of n chunks, bytes",
+    )
+    sizes: list[int] | None = Field(
+        None,
+        description="size sweep run one size after another: A..B doubles from A while <= B "
+        "(1MiB..1GiB = nccl-tests -b 1M -e 1G), A..BxF multiplies by F, or a list; "
+        "replaces size_bytes (which then shows the last size)",
+    )
+    chunk_bytes: int = Field(
+        1024**2,
+        ge=1,
+        le=MAX_MESSAGE_BYTES,
+        description="tree, broadcast, reduce: pipeline piece, bytes (a channel's data is cut "
+        "into at most 64 pieces)",
+    )
+    root: int = Field(0, ge=0, description="broadcast/reduce: the root's rank (index in hosts)")
+    hierarchical: bool = Field(
+        False,
+        description="servers' GPUs first over NVLink, then across servers (all_reduce: "
+        "reduce_scatter in the server, all_reduce across, all_gather in the server)",
+    )
+    gpus_per_server: int | None = Field(
+        None,
+        ge=1,
+        le=4096,
+        description="GPUs per server for hierarchical and the rings' rail order (null: "
+        "topology.rails on a rail_optimized fabric, else 1)",
+    )
+    hosts: list[int] | None = Field(None, description="ranks (default: every host, in order)")
     start_s: float = Field(0.0, ge=0, le=MAX_TIME_S, description="start time, s")
+
+    @field_validator("sizes", mode="before")
+    @classmethod
+    def _sweep(cls, v: object) -> list[int] | None:
+        return sweep_sizes(v)
+
+    @model_validator(mode="after")
+    def _pairs(self) -> CollectiveWorkload:
+        allowed = COLLECTIVE_ALGORITHMS[self.operation]
+        if self.algorithm is not None and self.algorithm not in allowed:
+            raise ValueError(
+                f"algorithm: {self.operation} runs with {', '.join(allowed)} (got {self.algorithm})"
+            )
+        if self.op == "ring_allreduce" and self.algorithm not in (None, "ring"):
+            raise ValueError(
+                "algorithm: op ring_allreduce is all_reduce with ring; use op "
+                f"all_reduce for {self.algorithm}"
+            )
+        if self.sizes is not None:
+            given = "size_bytes" in self.model_fields_set
+            if given and self.size_bytes != self.sizes[-1]:  # a saved config.yaml has both
+                raise ValueError("sizes: give workload.size_bytes or workload.sizes, not both")
+            self._derive("size_bytes", self.sizes[-1])  # the size the summary reports
+        if self.hierarchical and self.operation in ("all_to_all", "send_recv"):
+            raise ValueError(f"hierarchical: not for {self.operation} (point-to-point)")
+        return self
+
+    @property
+    def operation(self) -> str:
+        """``op`` with ``ring_allreduce`` read as ``all_reduce``."""
+        return "all_reduce" if self.op == "ring_allreduce" else self.op
+
+    @property
+    def algo(self) -> str:
+        """The algorithm that runs: ``algorithm`` or the operation's default."""
+        return self.algorithm or COLLECTIVE_ALGORITHMS[self.operation][0]
+
+    @property
+    def size_list(self) -> list[int]:
+        """The sizes run, in order (``sizes``, else ``[size_bytes]``)."""
+        return list(self.sizes) if self.sizes is not None else [self.size_bytes]
 
 
 class ChakraWorkload(_Workload):

@@ -128,7 +128,15 @@ def describe_workload(sc: Scenario) -> str:
         )
     if kind == "collective":
         who = f"{len(w.hosts)} hosts" if w.hosts else "all hosts"
-        return f"collective: {w.op.replace('_', ' ')} of {human_bytes(w.size_bytes)} over {who}"
+        sizes = w.size_list
+        what = (
+            human_bytes(sizes[0])
+            if len(sizes) == 1
+            else (f"{human_bytes(sizes[0])}..{human_bytes(sizes[-1])} ({len(sizes)} sizes)")
+        )
+        how = f"{w.algo}, {w.channels} channel{'s' if w.channels > 1 else ''}"
+        how += ", hierarchical" if w.hierarchical else ""
+        return f"collective: {w.operation.replace('_', ' ')} ({how}) of {what} over {who}"
     if kind == "chakra":
         return f"Chakra trace replay: {w.path}, compute x {w.compute_scale:g}"
     return f"trace: {w.path}"

@@ -29,9 +29,10 @@ from fabricsim.routing.dag import PairDags
 from fabricsim.topology.fabric import Fabric
 
 if TYPE_CHECKING:
-    from fabricsim.workloads import chakra_timeline, kv_cache, moe
+    from fabricsim.workloads import chakra_timeline, collective, kv_cache, moe
 else:  # perf: a run imports the generators of its own workload kind only
     chakra_timeline = LazyModule("fabricsim.workloads.chakra_timeline")
+    collective = LazyModule("fabricsim.workloads.collective")
     kv_cache = LazyModule("fabricsim.workloads.kv_cache")
     moe = LazyModule("fabricsim.workloads.moe")
 
@@ -47,24 +48,129 @@ def step_efficiency(ctx: RunContext) -> dict[str, Any]:
 
 
 # -- collective -------------------------------------------------------------------------------
+ELEMENT_BYTES = 4
+"""nccl-tests' ``count`` is in float (4-byte) elements."""
+PER_RANK_COUNT = frozenset({"all_gather", "reduce_scatter", "all_to_all"})
+"""Operations whose printed ``count`` is per rank (the size over ``n`` ranks), as nccl-tests'."""
+
+
 @register_summarizer("collective")
 def collective_summary(ctx: RunContext) -> dict[str, Any]:
-    """``collective_time_s``, ``algbw_gbps``, ``busbw_gbps`` and ``busbw_fraction_of_link``."""
+    """``collective_time_s``, ``algbw_gbps``, ``busbw_gbps`` (nccl-tests' definitions, in
+    Gbit/s) and ``busbw_fraction_of_link`` of the last (largest) size; the step efficiency.
+
+    Adds the tables ``collective_sizes`` (per size: nccl-tests' columns ``size_bytes``,
+    ``count``, ``time_us``, ``algbw_GBps``, ``busbw_GBps``) and ``collective_steps`` (per size
+    and step: its window, the busiest link and its utilization, the links' mean utilization,
+    and ``efficiency`` = the step's NIC-bound time over its slowest flow's time).
+    """
     wl = ctx.scenario.workload
     assert isinstance(wl, CollectiveWorkload)
-    if np.isnan(ctx.output.finish_s).any():
-        return {"collective_time_s": None, "busbw_gbps": None}
-    n = int(ctx.flows.meta["participants"])
-    elapsed = float(np.max(ctx.output.finish_s)) - wl.start_s
-    algbw = wl.size_bytes * 8 / elapsed
-    factor = 2 * (n - 1) / n if wl.op == "ring_allreduce" else (n - 1) / n
-    link = float(np.min(ctx.fabric.link_rate_bps[ctx.fabric.host_uplink[np.unique(ctx.flows.src)]]))
+    f, finish = ctx.flows, ctx.output.finish_s
+    n = int(f.meta["participants"])
+    factor = collective.BUS_FACTORS[wl.operation](n)
+    sizes = collective_sizes(wl, f.extra["size_index"], finish, n, factor)
+    ctx.output.tables["collective_sizes"] = sizes
+    if np.isnan(finish).any():
+        return {"collective_time_s": None, "algbw_gbps": None, "busbw_gbps": None}
+    steps = collective_steps(ctx)
+    ctx.output.tables["collective_steps"] = steps
+    elapsed = float(sizes["time_us"].iloc[-1]) * 1e-6
+    algbw = wl.size_list[-1] * 8 / elapsed
+    link = float(np.min(ctx.fabric.link_rate_bps[ctx.fabric.host_uplink[np.unique(f.src)]]))
+    last = steps[steps["size_bytes"] == wl.size_list[-1]]
     return {
         "collective_time_s": elapsed,
         "algbw_gbps": algbw / 1e9,
         "busbw_gbps": algbw * factor / 1e9,
         "busbw_fraction_of_link": algbw * factor / link,
+        "collective_steps": int(len(last)),
+        "step_efficiency_mean": float(last["efficiency"].mean()),
+        "step_efficiency_min": float(last["efficiency"].min()),
     }
+
+
+def collective_sizes(
+    wl: CollectiveWorkload, size_index: np.ndarray, finish: np.ndarray, n: int, factor: float
+) -> pd.DataFrame:
+    """nccl-tests' table: per size, its time from the previous size's end (the first size:
+    from ``workload.start_s``) to its last flow's end; NaN where a flow did not finish."""
+    sizes = np.array(wl.size_list, dtype=np.int64)
+    ends = np.full(len(sizes), np.nan)
+    for k in range(len(sizes)):
+        mine = finish[size_index == k]
+        ends[k] = np.nan if np.isnan(mine).any() else float(mine.max())
+    begins = np.concatenate([[wl.start_s], ends[:-1]])
+    time_s = ends - begins
+    algbw = sizes / time_s / 1e9
+    per = n if wl.operation in PER_RANK_COUNT else 1
+    return pd.DataFrame(
+        {
+            "size_bytes": sizes,
+            "count": sizes // (ELEMENT_BYTES * per),
+            "time_us": time_s * 1e6,
+            "algbw_GBps": algbw,
+            "busbw_GBps": algbw * factor,
+        }
+    )
+
+
+def collective_steps(ctx: RunContext) -> pd.DataFrame:
+    """Per size and step: window, flows, bytes, busiest link, utilizations, efficiency.
+
+    A step's window runs from its first start to its last finish; a link's utilization is its
+    wire bits in the step over its rate and the window.  ``efficiency``: the busiest NIC's wire
+    bits in the step over its rate (the step's time if only the NICs limited it), divided by
+    the step's slowest flow time (1: no flow waited for the fabric).
+    """
+    f, fab, sc = ctx.flows, ctx.fabric, ctx.scenario
+    wire = wire_bytes_array(f.size_bytes, sc.nic.rdma_data_mss, sc.nic.header_bytes) * 8.0
+    links = flow_links(fab, f.src, f.dst, ctx.output.path)
+    start = ctx.output.start_s if ctx.output.start_s is not None else f.start_s
+    send_bps, recv_bps = moe.host_rates_bps(fab)
+    assert isinstance(sc.workload, CollectiveWorkload)
+    sizes = np.array(sc.workload.size_list)
+    rows = []
+    step = f.extra["step"]  # unique over a sweep's sizes
+    for k in np.unique(step):
+        sel = np.flatnonzero(step == k)
+        a, b = float(start[sel].min()), float(ctx.output.finish_s[sel].max())
+        bits = np.zeros(fab.num_links)
+        for i in sel:
+            for path in links[i]:
+                bits[list(path)] += wire[i] / len(links[i])  # a path crosses a link once
+        used = np.flatnonzero(bits)
+        util = bits[used] / (fab.link_rate_bps[used] * (b - a))
+        nic = max(
+            float(np.max(np.bincount(f.src[sel], wire[sel], fab.num_hosts) / send_bps)),
+            float(np.max(np.bincount(f.dst[sel], wire[sel], fab.num_hosts) / recv_bps)),
+        )
+        slowest = float(np.max(ctx.output.finish_s[sel] - start[sel]))
+        top = int(np.argmax(util))
+        rows.append(
+            (int(sizes[f.extra["size_index"][sel[0]]]), int(f.extra["step"][sel[0]]), a, b,
+             len(sel), int(f.size_bytes[sel].sum()), fab.link_names[used[top]],
+             float(util[top]), float(util.mean()), nic / slowest)
+        )  # fmt: skip
+    cols = ["size_bytes", "step", "start_s", "end_s", "flows", "bytes", "busiest_link",
+            "link_util_max", "link_util_mean", "efficiency"]  # fmt: skip
+    return pd.DataFrame(rows, columns=cols)
+
+
+def flow_links(
+    fabric: Fabric, src: np.ndarray, dst: np.ndarray, labels: list[str]
+) -> list[list[tuple[int, ...]]]:
+    """Each flow's paths as link ids, from its ``path`` label (``;`` between several; an empty
+    label, a flow sprayed over too many paths to name: every path of its pair)."""
+    by_pair: dict[tuple[int, int], dict[str, tuple[int, ...]]] = {}
+    out = []
+    for s, d, label in zip(src.tolist(), dst.tolist(), labels, strict=True):
+        paths = by_pair.get((s, d))
+        if paths is None:
+            paths = by_pair[(s, d)] = {fabric.path_label(p): p for p in fabric.paths(s, d)}
+        names = label.split(";") if label else list(paths)
+        out.append([paths[x] for x in names if x in paths] or list(paths.values()))
+    return out
 
 
 # -- moe --------------------------------------------------------------------------------------
