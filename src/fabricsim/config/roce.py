@@ -121,8 +121,8 @@ class DcqcnConfig(StrictModel):
         4.0,
         ge=0,
         le=1e6,
-        description="RP: at most one rate cut per this long; a CNP inside it cuts when it "
-        "ends, us (mlx5 rate_reduce_monitor_period 4; 0: every CNP cuts at once, the paper)",
+        description="RP: at most one rate cut per this long, us; a CNP inside it cuts when it "
+        "ends (mlx5 rate_reduce_monitor_period 4; 0: every CNP cuts at once, the paper)",
     )
     rate_timer_us: float = Field(
         300.0,
@@ -174,9 +174,9 @@ class DcqcnConfig(StrictModel):
     )
     clamp_target_rate: bool = Field(
         False,
-        description="RP: every cut sets the target rate to the current rate (paper; mlx5 "
-        "clamp_tgt_rate 1); false: only a cut after an increase event (mlx5 default, "
-        "clamp_tgt_rate 0 with clamp_tgt_rate_after_time_inc 1)",
+        description="RP: true: every cut sets the target rate to the current rate (the paper; "
+        "mlx5 clamp_tgt_rate 1); false: only a cut after an increase event (mlx5 default: "
+        "clamp_tgt_rate 0, clamp_tgt_rate_after_time_inc 1)",
     )
 
     @model_validator(mode="after")
