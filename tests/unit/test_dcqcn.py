@@ -196,9 +196,7 @@ def test_bad_dcqcn_input_is_refused():
 # -- one packet run ---------------------------------------------------------------------------
 def test_two_flows_converge_to_their_share_on_the_packet_engine(tmp_path):
     trace = tmp_path / "two.csv"
-    trace.write_text(
-        "src,dst,size_bytes,start_s\nhost0,host2,12000000,0\nhost1,host2,12000000,0\n"
-    )
+    trace.write_text("src,dst,size_bytes,start_s\nhost0,host2,12000000,0\nhost1,host2,12000000,0\n")
     sc = fabricsim.load_scenario(
         {
             "name": "dcqcn-two",
