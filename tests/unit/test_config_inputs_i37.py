@@ -4,6 +4,8 @@ did-you-mean for scenario and link names."""
 from __future__ import annotations
 
 import hashlib
+import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -234,6 +236,6 @@ def test_a_recorded_config_yaml_reruns_from_elsewhere_and_checks_the_content(tmp
 def test_scenarios_without_input_files_keep_their_hash_and_record():
     sc = load_scenario("ecmp-collision")
     assert "inputs" not in sc.to_dict()
-    assert (
-        sc.config_hash() == "2f8b093f0bd387ca"
-    )  # the goldens pin it (it moves only with a new key)
+    golden = Path(__file__).parents[1] / "regression/golden/ecmp-collision-flow/summary.json"
+    pinned = json.loads(golden.read_text())["config_hash"]  # it moves only with a new key
+    assert sc.config_hash() == pinned

@@ -91,55 +91,92 @@ class RoceConfig(StrictModel):
 
 
 class DcqcnConfig(StrictModel):
-    """DCQCN's knobs (``nic.dcqcn``), read only by ``nic.cc: dcqcn`` (``docs/dcqcn.md``)."""
+    """DCQCN's knobs (``nic.dcqcn``), read only by ``nic.cc: dcqcn`` (``docs/dcqcn.md``).
+
+    The defaults are the NVIDIA ConnectX (mlx5) firmware defaults, the firmware name of each
+    in brackets; :data:`DCQCN_PAPER` holds the paper's values (Zhu et al., SIGCOMM 2015).
+    """
 
     cnp_interval_us: float = Field(
-        50.0, gt=0, le=1e6, description="NP: at most one CNP per QP per this long, us (paper N)"
+        4.0,
+        gt=0,
+        le=1e6,
+        description="NP: at most one CNP per QP per this long, us (mlx5 min_time_between_cnps "
+        "4; paper N 50)",
     )
     g: float = Field(
-        1 / 256, gt=0, le=1, description="RP: alpha's EWMA gain (paper 1/256; ns-3 1/16)"
+        5 / 1024,
+        gt=0,
+        le=1,
+        description="RP: alpha's EWMA gain (mlx5 dce_tcp_g 1019: g = 1 - 1019/1024; paper 1/256)",
     )
     alpha_interval_us: float = Field(
-        55.0,
+        1.0,
         gt=0,
         le=1e6,
         description="RP: alpha decays by (1 - g) after each such period without a CNP, us "
-        "(paper K, ns-3)",
+        "(mlx5 dce_tcp_rtt 1; paper K 55)",
+    )
+    rate_decrease_interval_us: float = Field(
+        4.0,
+        ge=0,
+        le=1e6,
+        description="RP: at most one rate cut per this long, us; a CNP inside it cuts when it "
+        "ends (mlx5 rate_reduce_monitor_period 4; 0: every CNP cuts at once, the paper)",
     )
     rate_timer_us: float = Field(
-        55.0,
+        300.0,
         gt=0,
         le=1e6,
-        description="RP: a rate-increase event after each such period without a CNP, us "
-        "(paper T; ns-3's default is 1500)",
+        description="RP: a rate-increase event after each such period since the last cut, us "
+        "(mlx5 rpg_time_reset 300; paper T 55)",
     )
     byte_counter_bytes: int | None = Field(
-        None,
+        32767,
         ge=1,
         le=1 << 40,
-        description="RP: a rate-increase event after each such many bytes sent (the paper's "
-        "B, 10 MB); null: the timer alone counts (ns-3)",
+        description="RP: a rate-increase event after each such many bytes sent since the last "
+        "cut (mlx5 rpg_byte_reset 32767; paper B 10 MB); null: the timer alone counts",
     )
     fast_recovery_steps: int = Field(
-        5, ge=0, le=1000, description="RP: increase events of fast recovery (paper F, ns-3)"
+        1,
+        ge=0,
+        le=1000,
+        description="RP: F, the increase events of fast recovery before additive increase "
+        "(mlx5 rpg_threshold 1; paper 5)",
     )
     ai_mbps: float = Field(
-        40.0, ge=0, le=1e7, description="RP: additive increase of the target rate, Mb/s (paper)"
-    )
-    hai_mbps: float = Field(
-        400.0,
+        5.0,
         ge=0,
         le=1e7,
-        description="RP: hyper increase of the target rate, Mb/s (10 x ai, ns-3's ratio)",
+        description="RP: additive increase of the target rate, Mb/s (mlx5 rpg_ai_rate 5; "
+        "paper R_AI 40)",
+    )
+    hai_mbps: float = Field(
+        50.0,
+        ge=0,
+        le=1e7,
+        description="RP: hyper increase: the target rate grows by i x this per event, i the "
+        "hyper stage, Mb/s (mlx5 rpg_hai_rate 50)",
     )
     min_rate_mbps: float = Field(
-        100.0, gt=0, le=1e7, description="RP: the rate never falls below this, Mb/s (ns-3)"
+        1.0,
+        gt=0,
+        le=1e7,
+        description="RP: the rate never falls below this, Mb/s (mlx5 rpg_min_rate 1)",
     )
-    initial_alpha: float = Field(1.0, ge=0, le=1, description="RP: alpha of a new QP")
+    initial_alpha: float = Field(
+        1023 / 1024,
+        ge=0,
+        le=1,
+        description="RP: alpha of a new QP, used by its first cut (mlx5 initial_alpha_value "
+        "1023: 1023/1024)",
+    )
     clamp_target_rate: bool = Field(
         False,
-        description="RP: every CNP sets the target rate to the current rate (paper); false: "
-        "not while CNPs follow each other with no increase event between (ns-3, NICs)",
+        description="RP: true: every cut sets the target rate to the current rate (the paper; "
+        "mlx5 clamp_tgt_rate 1); false: only a cut after an increase event (mlx5 default: "
+        "clamp_tgt_rate 0, clamp_tgt_rate_after_time_inc 1)",
     )
 
     @model_validator(mode="after")
@@ -150,6 +187,22 @@ class DcqcnConfig(StrictModel):
                 "increase is the faster one"
             )
         return self
+
+
+DCQCN_PAPER: dict[str, Any] = {
+    "cnp_interval_us": 50.0,
+    "g": 1 / 256,
+    "alpha_interval_us": 55.0,
+    "rate_decrease_interval_us": 0.0,
+    "rate_timer_us": 55.0,
+    "byte_counter_bytes": 10_000_000,
+    "fast_recovery_steps": 5,
+    "ai_mbps": 40.0,
+    "initial_alpha": 1.0,
+    "clamp_target_rate": True,
+}
+"""``nic.dcqcn`` as the DCQCN paper sets it (N, g, K, T, B, F, R_AI; every CNP cuts and sets
+RT = RC; alpha 1 at the first CNP); the keys not here keep their (mlx5) defaults."""
 
 
 def pfc_headroom_bytes(rate_bps: float, delay_ps: int, mtu_bytes: int) -> int:
