@@ -3,7 +3,9 @@ k = 8 fat tree at 100 Gbps, PFC on, no DCQCN (senders at line rate), FIFO agains
 between ingress ports (``switch.pfc_arbitration``), over seeds (docs/roce.md).
 
 Two placements: the ``incast`` workload (hosts 4-35 -> host0: the receiver's edge has no
-sender) and 32 random senders -> 1 random receiver per seed (the cross-check's placement).
+sender) and 32 random senders -> 1 random receiver per seed (the cross-check's placement);
+then the ``incast`` placement with one short flow (100 kB, host1 -> host0, at 1 ms) that
+enters the receiver's switch by its own port: its FCT.
 
 Usage::
 
@@ -39,14 +41,31 @@ def random_incast(seed: int, path: str) -> str:
     return path
 
 
+def with_short_flow(path: str) -> str:
+    """The ``incast`` workload's flows and a 100 kB flow host1 -> host0 at 1 ms."""
+    rows = [f"host{s},host0,2000000,0.0" for s in range(4, 36)] + ["host1,host0,100000,0.001"]
+    with open(path, "w") as f:
+        f.write("src,dst,size_bytes,start_s\n" + "\n".join(rows) + "\n")
+    return path
+
+
 def fcts(seed: int, arbitration: str, placement: str) -> np.ndarray:
     sc = {**BASE, "seed": seed, "switch": {"pfc_arbitration": arbitration}}
-    if placement == "random":
-        path = random_incast(seed, f"/tmp/pfc_study_{seed}.csv")
+    tmp = f"/tmp/pfc_study_{placement}_{seed}.csv"
+    if placement != "incast":
+        path = random_incast(seed, tmp) if placement == "random" else with_short_flow(tmp)
         sc["workload"] = {"kind": "trace", "path": path}
     res = fabricsim.run(sc)
-    assert res.summary["flows_completed"] == 32 and res.summary["packets_dropped"] == 0
+    s = res.summary
+    assert s["flows_completed"] == s["flows_total"] and s["packets_dropped"] == 0
     return (res.flows["finish_s"] - res.flows["start_s"]).to_numpy() * 1e6
+
+
+def change(base: np.ndarray, x: np.ndarray) -> str:
+    ch = ratio_interval(base, x)
+    if ch.low_pct != ch.low_pct:  # (NaN: no interval)
+        return f"{ch.pct:+.0f} %"
+    return f"{ch.pct:+.0f} % ({ch.low_pct:+.0f} … {ch.high_pct:+.0f} %)"
 
 
 def cell(x: np.ndarray) -> str:
@@ -58,19 +77,31 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="1,2,3,4,5")
     seeds = [int(s) for s in ap.parse_args().seeds.split(",")]
-    print("| placement | arbitration | first FCT (µs) | mean FCT (µs) | last FCT (µs) | "
-          "first vs FIFO |")
+    print(
+        "| placement | arbitration | first FCT (µs) | mean FCT (µs) | last FCT (µs) | "
+        "mean vs FIFO |"
+    )
     print("|---|---|---|---|---|---|")
     for placement in ("incast", "random"):
-        stats = {}
+        st = {}
         for arb in ("fifo", "round_robin"):
             runs = [fcts(s, arb, placement) for s in seeds]
-            stats[arb] = np.array([[r.min(), r.mean(), r.max()] for r in runs])
-        for arb, st in stats.items():
-            ch = ratio_interval(stats["fifo"][:, 0], st[:, 0]) if arb != "fifo" else None
-            vs = "baseline" if ch is None else f"{ch}"
-            print(f"| {placement} | {arb} | {cell(st[:, 0])} | {cell(st[:, 1])} | "
-                  f"{cell(st[:, 2])} | {vs} |")
+            st[arb] = np.array([[r.min(), r.mean(), r.max()] for r in runs])
+        for arb, x in st.items():
+            vs = "baseline" if arb == "fifo" else change(st["fifo"][:, 1], x[:, 1])
+            print(
+                f"| {placement} | {arb} | {cell(x[:, 0])} | {cell(x[:, 1])} | "
+                f"{cell(x[:, 2])} | {vs} |"
+            )
+    print()
+    print("| short flow | arbitration | its FCT (µs) | vs FIFO |")
+    print("|---|---|---|---|")
+    short = {
+        arb: np.array([fcts(s, arb, "short")[-1] for s in seeds]) for arb in ("fifo", "round_robin")
+    }
+    for arb, x in short.items():
+        vs = "baseline" if arb == "fifo" else change(short["fifo"], x)
+        print(f"| 100 kB into the incast's port | {arb} | {cell(x)} | {vs} |")
 
 
 if __name__ == "__main__":
