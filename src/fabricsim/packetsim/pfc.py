@@ -258,12 +258,13 @@ class PfcWatch:
     """Deadlocks and storms of one run's lossless ports (their components' ``watch``).
 
     :meth:`check` runs when an ingress repeats its XOFF: the port it pauses is deadlocked when
-    every queue of the far end holding its bytes is paused the same way, and so on, closed:
-    then none of them can send, no byte they hold can leave, and no ingress among them can fall
-    to XON.  The first deadlock is kept (``found``: the queues, the earliest pause, the cycle)
-    and counted in ``deadlocks``; without a watchdog the run stops there (``halted``).
-    ``watchdog_ps`` (0: none) is the switches' watchdog timeout, ``triggers`` its firings.
-    ``names[link]`` names a link's sending node (the cycle's line).
+    the bytes it holds in the far end's paused queues keep its ingress over XON for good, and
+    so on for each of those queues (:func:`deadlocked`): none of them can send again.  Each
+    deadlock is counted in ``deadlocks`` and the first kept (``found``: the queues, the
+    earliest pause, the cycle); without a watchdog ``halted`` is set, and the engine stops the
+    run once the deadlock holds every flow still going (:meth:`settle`).  ``watchdog_ps``
+    (0: none) is the switches' watchdog timeout, ``triggers`` its firings.  ``names[link]``
+    names a link's sending node (the cycle's line).
     """
 
     __slots__ = ("watchdog_ps", "names", "deadlocks", "triggers", "found", "halted")
