@@ -125,3 +125,62 @@ def test_bad_lossless_keys_are_one_line_exit_2(args, needle, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and needle in err, err
     assert "Traceback" not in err and not out.exists()
+
+
+# -- the check itself, on a ring of three ports ------------------------------------------------
+def _ring(spill: int) -> tuple[PfcWatch, list]:
+    """Ports a->b, b->c, c->a, each paused by its far end and holding 20 kB that came over the
+    port before it (XOFF 10 kB, XON 5 kB); b->c's ingress also holds ``spill`` bytes in an
+    unpaused port c->host (they will drain)."""
+    from fabricsim.engine_api import DATA
+    from fabricsim.packetsim.calendar import Sim
+    from fabricsim.packetsim.packets import Packet
+    from fabricsim.packetsim.ports import Port
+
+    sim = Sim()
+    ports = [
+        Port(
+            sim, i, 100e9, 10**6, 1 << 30, 1 << 20, 1 << 30, 1 << 30, False, False, 64, lambda: 0.5
+        )
+        for i in range(4)
+    ]
+    watch = PfcWatch(0, ["a", "b", "c", "c"])
+    for p in ports:
+        p.set_pfc(10_000, 5_000, 1 << 20, 50 * 10**6)
+        p.set_arbitration()
+        p.pfc.watch = watch
+        p.busy_until, p.pending = 1 << 40, True  # nothing leaves during the test
+    ab, bc, ca, c_host = ports
+    ab.pfc.outs, bc.pfc.outs, ca.pfc.outs = [bc], [ca, c_host], [ab]
+    for into, came_over, size in [
+        (bc, ab, 20_000),
+        (ca, bc, 20_000),
+        (ab, ca, 20_000),
+        (c_host, bc, spill),
+    ]:
+        for _ in range(size // 1_000):
+            pkt = Packet()
+            pkt.kind, pkt.size, pkt.prev = DATA, 1_000, came_over.pfc
+            into.receive(pkt)
+    for p in (ab, bc, ca):
+        p.pfc.xoff_sent = p.paused = True  # (the far end crossed XOFF: 20 kB > 10 kB)
+    return watch, ports
+
+
+def test_a_ring_of_paused_ports_holding_each_others_bytes_is_a_deadlock():
+    watch, (ab, *_) = _ring(spill=0)
+    watch.check(ab.pfc)
+    assert watch.halted and watch.deadlocks == 1
+    assert watch.line() == "PFC deadlock: 3 queues paused since 0.000 ms, cycle: a->b->c->a"
+
+
+def test_bytes_that_can_drain_break_the_deadlock_only_if_they_can_bring_xon():
+    watch, (ab, *_) = _ring(spill=10_000)  # b->c's ingress: 20 kB stuck > XON 5 kB: for good
+    watch.check(ab.pfc)
+    assert watch.halted
+    watch, (ab, bc, ca, c_host) = _ring(spill=10_000)
+    for _ in range(16):  # c->a holds only 4 kB of b->c's: once c->host drains, XON comes
+        ca.arb.pop()
+    ca.qbytes = 4_000
+    watch.check(ab.pfc)
+    assert not watch.halted and watch.found is None
