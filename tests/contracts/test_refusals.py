@@ -41,6 +41,12 @@ VALUE_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+# keys whose values are lists of entries: one valid entry each
+LIST_VALUES: dict[str, list[dict[str, Any]]] = {
+    "switch.pfc_stalled_hosts": [{"host": "host0", "at_s": 0.0}],
+}
+
+
 def _field(key: str) -> Any:
     section, *path, name = key.split(".")  # nested sections too (nic.nscc.target_delay_us)
     model: Any = Scenario.model_fields[section].annotation
@@ -65,6 +71,8 @@ def other_value(key: str) -> Any:
         return 10_000 if default is None else default + 1
     if float in types:
         return 1.0 if default is None else default * 2
+    if key in LIST_VALUES:  # a list of entries (a sub-model each)
+        return LIST_VALUES[key]
     raise AssertionError(f"no non-default value known for {key} ({ann})")
 
 

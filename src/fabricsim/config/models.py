@@ -71,6 +71,25 @@ class LinkFailure(_Model):
     at_s: float = Field(..., ge=0, le=MAX_TIME_S, description="simulated time of the failure, s")
 
 
+class StalledHost(_Model):
+    """One host that stops draining (``switch.pfc_stalled_hosts`` entry)."""
+
+    host: str = Field(..., min_length=1, description="host name, e.g. host3")
+    at_s: float = Field(..., ge=0, le=MAX_TIME_S, description="when it stops draining, s")
+    until_s: float | None = Field(
+        None, ge=0, le=MAX_TIME_S, description="when it drains again, s (null: never)"
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> StalledHost:
+        if self.until_s is not None and self.until_s <= self.at_s:
+            raise ValueError(
+                f"until_s ({self.until_s}) must be > at_s ({self.at_s}): the stall ends after "
+                "it begins"
+            )
+        return self
+
+
 class TopologyConfig(_Model):
     """The fabric: a two-tier leaf-spine, a three-tier k-ary fat tree, or a rail-optimized
     two-tier fabric (GPU ``r`` of every server on rail ``r``'s leaves, leaves to spines)."""
@@ -505,6 +524,23 @@ class SwitchConfig(_Model):
         le=1 << 40,
         description="PFC: bytes accepted above XOFF while the pause travels; beyond, a packet "
         "is dropped (null: 2 x rate x delay + 3 packets)",
+    )
+    pfc_arbitration: Literal["round_robin", "fifo"] = Field(
+        "round_robin",
+        description="PFC: a lossless switch port serves its data round robin between the "
+        "ingress ports it came over (round_robin, as PFC switches do) or in arrival order (fifo)",
+    )
+    pfc_watchdog_ms: float | None = Field(
+        None,
+        gt=0,
+        le=10_000,
+        description="PFC watchdog: a switch queue paused this long with data waiting drops its "
+        "data and ignores pauses until none comes for as long (SONiC's drop action); null: off",
+    )
+    pfc_stalled_hosts: list[StalledHost] = Field(
+        default_factory=list,
+        description="PFC: hosts that stop draining (their NIC pauses its switch port for as "
+        "long as it stalls), [{host, at_s, until_s}]",
     )
 
     @field_validator("hash_fields")

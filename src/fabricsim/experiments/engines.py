@@ -250,6 +250,9 @@ PACKET_KEYS: tuple[str, ...] = (
     "switch.pfc_dynamic_alpha",
     "switch.pfc_shared_buffer_bytes",
     "switch.pfc_headroom_bytes",
+    "switch.pfc_arbitration",
+    "switch.pfc_watchdog_ms",
+    "switch.pfc_stalled_hosts",
     "records.timeline_interval_us",
 )
 FLOW_KEYS: tuple[str, ...] = ("engine.flow_model", "engine.flow_solver")

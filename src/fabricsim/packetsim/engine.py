@@ -59,6 +59,7 @@ from fabricsim.packetsim.checks import (
     time_ps,
 )
 from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_member_choices
+from fabricsim.packetsim.lossless import deadlock_holds_all, pfc_summary, watch_lossless
 from fabricsim.packetsim.packets import Packet, PacketPool
 from fabricsim.packetsim.pfc import SharedBuffer
 from fabricsim.packetsim.ports import DropSink, HostPort, Port
@@ -237,6 +238,10 @@ class PacketEngine:
             budgets.append(buf)
         if sw.pfc and sw.pfc_dynamic_alpha is not None:
             self._share_buffers(ports, budgets)
+        self.pfc_watch = watch_lossless(self.sim, fab, sw, ports, nic_tier) if sw.pfc else None
+        if not sw.pfc and (sw.pfc_watchdog_ms or sw.pfc_stalled_hosts):
+            key = "pfc_watchdog_ms" if sw.pfc_watchdog_ms else "pfc_stalled_hosts"
+            raise ConfigError(f"switch.{key}: needs switch.pfc: true (a lossless fabric)")
         return ports
 
     def _share_buffers(self, ports: list[Port], budgets: list[int]) -> None:
@@ -434,7 +439,7 @@ class PacketEngine:
                 self.sim.at(s_to_ps(float(f.start_s[flow])), self._arrive, flow)
         limit = self.time_limit_ps()
         with collector_paused():
-            if self.progress is None and self.sampler is None:
+            if self.progress is None and self.sampler is None and self.pfc_watch is None:
                 self.sim.run(limit)
             else:
                 self._run_slices(limit, self.progress)
@@ -449,12 +454,15 @@ class PacketEngine:
         calendar, so they never move the end of the run.  A progress slice's length adapts so
         each takes 0.05-0.3 s of wall time; ``progress`` is called at most every 0.1 s.
         """
-        sim, sampler = self.sim, self.sampler
+        sim, sampler, watch = self.sim, self.sampler, self.pfc_watch
         step, last_call = PS_PER_US, 0.0
+        if progress is None and watch is not None:  # PFC: a deadlock stops the run (PfcWatch)
+            step = 100 * PS_PER_US
         mark = min(limit, sim.now + step)  # the end of the current progress slice
+        sliced = progress is not None or watch is not None
         while True:
             tick = sampler.next_ps if sampler is not None else None
-            end = min(limit, mark if progress is not None else limit)
+            end = min(limit, mark if sliced else limit)
             if tick is not None:
                 end = min(end, tick)
             sim.stopped = False
@@ -465,9 +473,12 @@ class PacketEngine:
             last = drained or end == tick  # the last sample after the end, as a drop to idle
             if sampler is not None and tick is not None and tick <= limit and last:
                 sampler.sample(tick, last=drained)
-            if drained or end >= limit:
-                break  # no event left, or the run's own limit cut it (``stopped`` stays set)
-            if progress is not None and end == mark:
+            if drained or end >= limit or (watch is not None and watch.halted and self._held()):
+                # no event left, the run's own limit cut it (``stopped`` stays set), or the
+                break  # run met a PFC deadlock
+            if progress is None and end == mark:  # the next slice between the watch's looks
+                mark = min(limit, mark + step)
+            elif progress is not None and end == mark:
                 d = w1 - w0
                 step = step * 2 if d < 0.05 else max(1, step // 2) if d > 0.3 else step
                 mark = min(limit, mark + step)
@@ -516,13 +527,25 @@ class PacketEngine:
             now = self.sim.now
             out["pfc_pauses"] = sum(p.pfc_pauses for p in self.ports)
             out["pfc_paused_s"] = ps_to_s(sum(p.paused_ps(now) for p in self.ports))
+            out.update(pfc_summary(self.pfc_watch, self.ports, now))
         return out
+
+    def _held(self) -> bool:
+        """A PFC deadlock holds every flow still going (the run stops; a flow due to start
+        later runs on, one waiting on others is held by theirs)."""
+        left = (self.finish_ps < 0) & ~self.failed
+        if np.any(left & (self.start_ps < 0) & (self.waiting == 0)):
+            return False
+        going = np.flatnonzero(left & (self.start_ps >= 0))
+        return deadlock_holds_all(self.pfc_watch, self.ports, self.fabric, self.flows.src, going)
 
     def _not_completed_reason(self, limit: int) -> str | None:
         """Why the unfinished flows did not complete (``None`` if every flow did)."""
         names, ports = self.fabric.link_names, self.ports
         cut = f"time limit {ps_to_s(limit):g} s reached" if self.sim.stopped else None
         lost = self.transport.unfinished_reason(self.sc.nic)  # (no retransmission)
+        if self.pfc_watch is not None and self.pfc_watch.halted:
+            cut = self.pfc_watch.line()  # the run stopped at a PFC deadlock
 
         def why(flow: int) -> tuple[str | None, list[str]]:
             pdcs = self.pdcs[flow]
@@ -557,7 +580,12 @@ class PacketEngine:
         summary: dict[str, Any] = self.counters()
         summary["sim_end_s"] = ps_to_s(self.sim.now)
         # the limit ended the run with flows still going (not after the last one, on a timer)
-        summary["time_limit_reached"] = bool(self.sim.stopped and np.any(~done & ~self.failed))
+        halted = self.pfc_watch is not None and self.pfc_watch.halted
+        summary["time_limit_reached"] = bool(
+            self.sim.stopped and not halted and np.any(~done & ~self.failed)
+        )
+        if halted:
+            summary["pfc_deadlock"] = self.pfc_watch.line()
         summary["not_completed_reason"] = self._not_completed_reason(limit)
         summary["spine_peak_flows"] = self._spine_peaks()
         if self.sc.switch.load_balancing_method == "flowlet":

@@ -14,6 +14,9 @@ cdef class Pfc:
     cdef public long long ing, peak_ing, pause_at
     cdef public bint xoff_sent
     cdef public long long refresh_tok, pause_tok, paused_since, pauses, paused_total_ps
+    cdef public object watch, outs
+    cdef public bint dog, storm, in_deadlock
+    cdef public long long epoch, last_frame, max_pause_ps
     @cython.locals(ing=cython.longlong, pool=SharedBuffer, used=cython.longlong,
                    xoff=cython.longlong)
     cpdef bint admit(self, long long size)

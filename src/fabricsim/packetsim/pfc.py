@@ -19,13 +19,20 @@ A :class:`Pfc` plays two parts for the port that holds it:
 
 Pause events are rare next to packets: the component holds its port and calendar as plain
 objects (no C types), so this module needs none of the others'.
+
+The pathologies of lossless fabrics (:class:`PfcWatch`, one per run, shared by its ports'
+components): a **deadlock** (a cycle of paused queues, each waiting for the next: found when
+an ingress repeats its XOFF, :meth:`PfcWatch.check`), a **stalled host** (a NIC that stops
+draining and pauses its switch port for as long as it stalls, :meth:`Pfc.stall`), and the
+switches' **PFC watchdog** (a switch queue paused longer than its timeout drops its data and
+ignores pauses until they stop for as long again, SONiC's ``drop`` action).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Pfc", "SharedBuffer"]
+__all__ = ["Pfc", "PfcWatch", "SharedBuffer"]
 
 
 class SharedBuffer:
@@ -72,6 +79,8 @@ class Pfc:
         "port", "sim", "delay_ps", "xoff", "xon", "hroom", "pause_len", "pool", "ing",
         "peak_ing", "pause_at", "xoff_sent", "refresh_tok", "pause_tok", "paused_since",
         "pauses", "paused_total_ps",
+        # the pathologies (PfcWatch): see the fields' notes in __init__
+        "watch", "outs", "dog", "storm", "epoch", "last_frame", "max_pause_ps", "in_deadlock",
     )
     # fmt: on
 
@@ -85,6 +94,14 @@ class Pfc:
         self.refresh_tok = self.pause_tok = 0  # the latest refresh / expiry timer
         self.paused_since = 0
         self.pauses = self.paused_total_ps = 0
+        self.watch: PfcWatch | None = None  # the run's deadlock detector and watchdog
+        self.outs: list[Any] = []  # the far end's output ports (where its ingress's bytes wait)
+        self.dog = False  # a switch port: the watchdog watches it
+        self.storm = False  # the watchdog fired: data dropped, pause frames ignored
+        self.epoch = 0  # counts the port's resumes (a watchdog check is for one pause)
+        self.last_frame = 0  # the latest pause frame ignored during a storm
+        self.max_pause_ps = 0  # the longest pause that ended
+        self.in_deadlock = False  # part of a deadlock already found (until it resumes)
 
     def configure(
         self, xoff: int, xon: int, headroom: int, pause_ps: int, pool: SharedBuffer | None = None
@@ -150,6 +167,9 @@ class Pfc:
         sim = self.sim
         sim.at(sim.now + self.delay_ps, self.on_pause, self.pause_len)
         sim.at(sim.now + self.pause_len // 2, self._refresh, tok)
+        watch = self.watch
+        if watch is not None and not self.in_deadlock and not watch.halted:
+            watch.check(self)  # held over XON half a pause: is it deadlocked?
 
     # -- the sender: pause frames close and open the port's data gate ---------------------------
     def on_pause(self, pause_ps: int) -> None:
@@ -158,24 +178,195 @@ class Pfc:
         port = self.port
         if pause_ps:
             self.pauses += 1
+            if self.storm:  # the watchdog ignores the port's pauses
+                self.last_frame = now
+                return
             self.pause_tok += 1
             if not port.paused:
                 port.paused = True
                 self.paused_since = now
+                if self.dog:
+                    self.sim.at(now + self.watch.watchdog_ps, self._dog, self.epoch)
             self.sim.at(now + pause_ps, self._expire, self.pause_tok)
-        elif port.paused:
+        elif port.paused and not self.storm:
             self._resume()
 
     def _expire(self, tok: int) -> None:
-        if tok == self.pause_tok and self.port.paused:
+        if tok == self.pause_tok and self.port.paused and not self.storm:
             self._resume()
 
     def _resume(self) -> None:
         port = self.port
         port.paused = False
-        self.paused_total_ps += self.sim.now - self.paused_since
+        self._pause_ends()
         port.restart()
+
+    def _pause_ends(self) -> None:
+        d = self.sim.now - self.paused_since
+        self.paused_total_ps += d
+        if d > self.max_pause_ps:
+            self.max_pause_ps = d
+        self.epoch += 1
+        self.in_deadlock = False
 
     def paused_ps(self, now: int) -> int:
         """Total time the port has been paused up to ``now``, ps."""
-        return self.paused_total_ps + (now - self.paused_since if self.port.paused else 0)
+        held = self.port.paused and not self.storm
+        return self.paused_total_ps + (now - self.paused_since if held else 0)
+
+    def longest_pause_ps(self, now: int) -> int:
+        """The port's longest pause up to ``now`` (one still going counts to now), ps."""
+        held = self.port.paused and not self.storm
+        return max(self.max_pause_ps, now - self.paused_since if held else 0)
+
+    # -- the pathologies ---------------------------------------------------------------------
+    def stall(self, on: bool) -> None:
+        """The far end (a host) stops draining (``on``) or drains again: it pauses the port
+        for as long as it stalls (XOFF refreshed every half pause, then XON)."""
+        if on != self.xoff_sent:
+            self.send_pause(on)
+
+    def _dog(self, epoch: int) -> None:
+        """The watchdog's look at a pause that began ``watchdog_ps`` ago: still the same pause,
+        with data waiting, is a storm; with none it looks again a timeout later."""
+        if epoch != self.epoch or self.storm or not self.port.paused:
+            return
+        sim, watch = self.sim, self.watch
+        if not self.port.qbytes:
+            sim.at(sim.now + watch.watchdog_ps, self._dog, epoch)
+            return
+        watch.triggers += 1
+        self._pause_ends()
+        self.storm = True
+        self.last_frame = sim.now
+        self.port.watchdog_drop()
+        sim.at(sim.now + watch.watchdog_ps, self._restore, None)
+
+    def _restore(self, _: Any) -> None:
+        """The watchdog restores the port once no pause frame came for a timeout."""
+        sim = self.sim
+        due = self.last_frame + self.watch.watchdog_ps
+        if sim.now < due:
+            sim.at(due, self._restore, None)
+            return
+        self.storm = False
+        self.port.paused = False
+        self.port.watchdog_restore()
+
+
+class PfcWatch:
+    """Deadlocks and storms of one run's lossless ports (their components' ``watch``).
+
+    :meth:`check` runs when an ingress repeats its XOFF: the port it pauses is deadlocked when
+    the bytes it holds in the far end's paused queues keep its ingress over XON for good, and
+    so on for each of those queues (:func:`deadlocked`): none of them can send again.  Each
+    deadlock is counted in ``deadlocks`` and the first kept (``found``: the queues, the
+    earliest pause, the cycle); without a watchdog ``halted`` is set, and the engine stops the
+    run once the deadlock holds every flow still going (:meth:`settle`).  ``watchdog_ps``
+    (0: none) is the switches' watchdog timeout, ``triggers`` its firings.  ``names[link]``
+    names a link's sending node (the cycle's line).
+    """
+
+    __slots__ = ("watchdog_ps", "names", "deadlocks", "triggers", "found", "halted")
+
+    def __init__(self, watchdog_ps: int, names: list[str]) -> None:
+        self.watchdog_ps, self.names = watchdog_ps, names
+        self.deadlocks = self.triggers = 0
+        self.found: tuple[int, int, list[int]] | None = None  # (queues, since ps, cycle links)
+        self.halted = False
+
+    def check(self, start: Pfc) -> None:
+        """Is the port ``start`` pauses part of a deadlock?  (Reads only: no event.)
+
+        The paused ports reachable from ``start`` through the queues that hold their bytes
+        at the far end are the candidates (:func:`deadlocked`); if ``start`` is deadlocked,
+        the deadlock is counted (once: its members are marked until they resume) and kept.
+        """
+        held = _waits([start])
+        members = deadlocked(held)
+        if start not in members:
+            return
+        walk: dict[Pfc, int] = {}
+        x = start
+        while x not in walk:  # every member waits on one: the walk closes a cycle
+            walk[x] = len(walk)
+            by = held[x]
+            x = max((q for q in by if q in members), key=lambda q: by[q])
+        cycle = list(walk)[walk[x] :]
+        known = any(y.in_deadlock for y in members)  # one found before, seen from elsewhere
+        for y in members:
+            y.in_deadlock = True
+        if known:
+            return
+        self.deadlocks += 1
+        if self.found is None:
+            since = min(y.paused_since for y in members)
+            self.found = (len(members), since, [y.port.link for y in cycle])
+        if not self.watchdog_ps:
+            self.halted = True
+
+    def settle(self, pfcs: list[Pfc]) -> set[Pfc]:
+        """Every port of ``pfcs`` paused for good now (the deadlock and the ports it holds
+        paused upstream); the line counts them from then on."""
+        members = deadlocked(_waits([x for x in pfcs if x.xoff_sent and x.port.paused]))
+        if self.found is not None and members:
+            _, since, cycle = self.found
+            self.found = (len(members), min(since, *(y.paused_since for y in members)), cycle)
+        return members
+
+    def line(self) -> str | None:
+        """The deadlock found, in one line (None if none was)."""
+        if self.found is None:
+            return None
+        n, since, links = self.found
+        nodes = [self.names[x] for x in links]
+        cycle = "->".join([*nodes, nodes[0]])
+        return f"PFC deadlock: {n} queues paused since {since / 1e9:.3f} ms, cycle: {cycle}"
+
+
+def _waits(starts: list[Pfc]) -> dict[Pfc, dict[Pfc | None, int]]:
+    """The paused ports reachable from ``starts`` through the queues holding their bytes at
+    the far end: per port, those queues' components (None: the watchdog drops there) and the
+    bytes it holds in each (empty: a port that sends, or will)."""
+    held: dict[Pfc, dict[Pfc | None, int]] = {}
+    stack = list(starts)
+    while stack:
+        x = stack.pop()
+        if x in held:
+            continue
+        held[x] = by = {}
+        if not (x.xoff_sent and x.port.paused) or x.storm:
+            continue
+        for q in x.outs:
+            b = q.bytes_from(x)
+            if b:
+                by[q.pfc] = by.get(q.pfc, 0) + b
+                if q.pfc is not None:
+                    stack.append(q.pfc)
+    return held
+
+
+def deadlocked(held: dict[Pfc, dict[Pfc | None, int]]) -> set[Pfc]:
+    """The ports of ``held`` (:func:`_waits`) paused for good.
+
+    A candidate stays while the bytes it holds in the other candidates' queues keep its
+    ingress from XON for good: all it holds (nothing of it can leave, so it never releases a
+    byte), or more than the highest XON its ingress can have.  Candidates that fail are
+    dropped until none does; a port paused by a stalled host (nothing held) never stays.
+    """
+    members = {x for x, by in held.items() if by}
+    while True:
+        out = [x for x in members if not _stuck(x, held[x], members)]
+        if not out:
+            return members
+        members.difference_update(out)
+
+
+def _stuck(x: Pfc, by: dict[Pfc | None, int], members: set[Pfc]) -> bool:
+    """Do the bytes ``x`` holds in the queues of ``members`` keep its ingress paused for good?"""
+    stuck = sum(b for q, b in by.items() if q in members)
+    if stuck == sum(by.values()):
+        return stuck > 0
+    pool = x.pool
+    ceiling = x.xon if pool is None else int(pool.alpha * pool.size) - x.xon
+    return stuck > ceiling

@@ -8,6 +8,14 @@ from fabricsim.packetsim.pfc cimport Pfc, SharedBuffer
 
 cdef inline double _draw(object rand)
 
+cdef class InputArbiter:
+    cdef public dict lanes
+    cdef public object ring
+    @cython.locals(lane=list, last=Packet)
+    cpdef push(self, Packet pkt)
+    @cython.locals(lane=list, pkt=Packet, nxt=Packet)
+    cpdef Packet pop(self)
+
 cdef class Port(Element):
     cdef public Sim sim
     cdef public long long link
@@ -25,6 +33,7 @@ cdef class Port(Element):
     cdef public double tail_victim, pmax
     cdef public bint paused
     cdef public Pfc pfc, pfc_kept
+    cdef public InputArbiter arb
     cpdef long long ser_ps(self, long long size)
     @cython.locals(pkt=Packet)
     cpdef list queued(self, bint priority)

@@ -20,7 +20,7 @@ from fabricsim.packetsim.packets import Element, Packet
 from fabricsim.packetsim.pfc import Pfc, SharedBuffer
 from fabricsim.units import PS_PER_S
 
-__all__ = ["DropSink", "HostPort", "Port"]
+__all__ = ["DropSink", "HostPort", "InputArbiter", "Port"]
 
 
 def _draw(rand: Callable[[], float]) -> float:
@@ -50,6 +50,11 @@ class Port(Element):
     packet on the wire finishes.  A lossy port holds None (and its gate stays open).  The
     PFC figures the records read (``pfc_pauses``, ``paused_ps``, ``peak_ing``, ``xoff``,
     ``hroom``, ``pause_len``) are read-only properties, 0 without PFC.
+
+    **Input-port arbitration** (:meth:`set_arbitration`, a lossless switch port): the data
+    queue is one FIFO per ingress its packets came over (``arb``, an :class:`InputArbiter`),
+    served round robin a packet at a time, as the switches that deploy PFC schedule between
+    their input ports; without it (``arb`` None) one FIFO in arrival order.
     """
 
     # fmt: off
@@ -58,7 +63,7 @@ class Port(Element):
         "sim", "link", "rate_bps", "delay_ps", "ppb", "head", "tail", "hhead", "htail", "qbytes",
         "hbytes", "busy_until", "pending", "cap", "hcap", "kmin", "kmax", "trimming", "failed",
         "hdr", "rand", "tx_bytes", "tx_pkts", "marks", "trims", "drops", "data_drops", "peak",
-        "lbrec", "tail_victim", "pmax", "paused", "pfc", "pfc_kept",
+        "lbrec", "tail_victim", "pmax", "paused", "pfc", "pfc_kept", "arb",
     )
 
     # fmt: on
@@ -104,6 +109,7 @@ class Port(Element):
         self.pfc: Pfc | None = None  # PFC, while the port is lossless (None: lossy or failed)
         # ... and after a failure took it off the hot path (its counters stay readable)
         self.pfc_kept: Pfc | None = None
+        self.arb: InputArbiter | None = None  # round robin between ingresses (None: FIFO)
         if failed:
             self.fail()
 
@@ -146,6 +152,8 @@ class Port(Element):
             self.drop(pkt)
         self.head = self.tail = self.hhead = self.htail = None
         self.qbytes = self.hbytes = 0
+        if self.arb is not None:
+            self.arb = InputArbiter()
         # perf: a failed port looks busy forever with no room, so receive() needs no check
         self.pending = True
         self.busy_until = 1 << 62
@@ -154,6 +162,8 @@ class Port(Element):
 
     def queued(self, priority: bool) -> list[Packet]:
         """The packets waiting in the priority FIFO (``priority``) or the data FIFO, in order."""
+        if not priority and self.arb is not None:
+            return self.arb.packets()
         out = []
         pkt = self.hhead if priority else self.head
         while pkt is not None:
@@ -226,7 +236,10 @@ class Port(Element):
                 return
             q = self.qbytes + size
             self.qbytes = q
-            self._push(pkt)
+            if self.arb is None:
+                self._push(pkt)
+            else:
+                self.arb.push(pkt)
             if q > self.peak:
                 self.peak = q
         elif self.qbytes + size > self.cap:
@@ -300,14 +313,17 @@ class Port(Element):
             self.pending = False
             return
         else:
-            pkt = self.head
-            assert pkt is not None  # a completion is pending only while a packet waits
-            nxt = pkt.nxt
-            self.head = nxt
-            if nxt is None:
-                self.tail = None
+            if self.arb is None:
+                pkt = self.head
+                assert pkt is not None  # a completion is pending only while a packet waits
+                nxt = pkt.nxt
+                self.head = nxt
+                if nxt is None:
+                    self.tail = None
+                else:
+                    pkt.nxt = nxt.bk = None
             else:
-                pkt.nxt = nxt.bk = None
+                pkt = self.arb.pop()
             q = self.qbytes = self.qbytes - pkt.size
             # ECN at dequeue, RED-like on the data left queued
             if q > self.kmin and (
@@ -342,9 +358,59 @@ class Port(Element):
 
     def restart(self) -> None:
         """Data may leave again: start the queue if it waits."""
-        if (self.head is not None or self.hhead is not None) and not self.pending:
+        waits = self.head is not None or self.hhead is not None
+        if (waits or (self.arb is not None and self.qbytes)) and not self.pending:
             self.pending = True
             self.sim.at(max(self.busy_until, self.sim.now), self)
+
+    # -- lossless switches: input-port arbitration and the PFC watchdog -----------------------
+    def set_arbitration(self) -> None:
+        """Serve the data queue round robin between the ingresses it came over (lossless)."""
+        if self.head is None and self.arb is None:
+            self.arb = InputArbiter()
+
+    def bytes_from(self, ingress: Pfc) -> int:
+        """The data bytes queued here that came over ``ingress`` (PFC's deadlock check)."""
+        if self.arb is not None:
+            pkt = self.arb.first_from(ingress)
+            total = 0
+            while pkt is not None:
+                total += pkt.size
+                pkt = pkt.nxt
+            return total
+        total = 0
+        pkt = self.head
+        while pkt is not None:
+            if pkt.prev is ingress:
+                total += pkt.size
+            pkt = pkt.nxt
+        return total
+
+    def watchdog_drop(self) -> None:
+        """The PFC watchdog fired (SONiC's ``drop`` action): the queued data is dropped (it
+        leaves its ingresses), and so is every data packet arriving until
+        :meth:`watchdog_restore`; control packets still leave."""
+        for pkt in self.queued(False):
+            if pkt.prev is not None:
+                pkt.prev.release(pkt.size)
+            pkt.nxt = pkt.bk = None
+            self.drop(pkt)
+        self.head = self.tail = None
+        self.qbytes = 0
+        if self.arb is not None:
+            self.arb = InputArbiter()
+        self.pfc = None  # data meets a full queue, not an ingress: dropped (no trimming)
+        self.cap = -1
+        self.paused = True  # (the gate stays shut: data goes to the drop, never onto the wire)
+
+    def watchdog_restore(self) -> None:
+        """The storm is over: the port is lossless again and honours pauses."""
+        if self.failed:
+            return
+        self.pfc = self.pfc_kept
+        self.cap = 1 << 62
+        self.paused = False
+        self.restart()
 
     # -- PFC's figures, read by the records (0 without PFC) ------------------------------------
     def paused_ps(self, now: int) -> int:
@@ -387,6 +453,64 @@ class Port(Element):
         """How long one XOFF frame pauses this port, ps."""
         pfc = self.pfc_kept
         return 0 if pfc is None else pfc.pause_len
+
+
+class InputArbiter:
+    """A lossless port's data queue as one FIFO per ingress, served round robin.
+
+    ``lanes`` maps an ingress (the :class:`~fabricsim.packetsim.pfc.Pfc` a packet came over,
+    ``pkt.prev``) to its FIFO, a two-item list ``[head, tail]`` linked through the packets;
+    ``ring`` holds the FIFOs with packets in their turn order: :meth:`pop` takes the head of
+    the first and puts that FIFO last if it still holds any.
+    """
+
+    __slots__ = ("lanes", "ring")
+
+    def __init__(self) -> None:
+        self.lanes: dict[Any, list[Any]] = {}
+        self.ring: deque[list[Any]] = deque()
+
+    def push(self, pkt: Packet) -> None:
+        """Queue ``pkt`` at the tail of its ingress's FIFO."""
+        lane = self.lanes.get(pkt.prev)
+        if lane is None:
+            lane = self.lanes[pkt.prev] = [None, None]
+        last = lane[1]
+        pkt.bk = last
+        if last is None:
+            lane[0] = pkt
+            self.ring.append(lane)
+        else:
+            last.nxt = pkt
+        lane[1] = pkt
+
+    def pop(self) -> Packet:
+        """The next packet to send (the queue holds one: a completion is pending)."""
+        lane = self.ring.popleft()
+        pkt = lane[0]
+        nxt = pkt.nxt
+        lane[0] = nxt
+        if nxt is None:
+            lane[1] = None
+        else:
+            pkt.nxt = nxt.bk = None
+            self.ring.append(lane)
+        return pkt
+
+    def first_from(self, ingress: Any) -> Packet | None:
+        """The first queued packet that came over ``ingress`` (None if none waits)."""
+        lane = self.lanes.get(ingress)
+        return None if lane is None else lane[0]
+
+    def packets(self) -> list[Packet]:
+        """Every queued packet, FIFO by FIFO in their turn order."""
+        out = []
+        for lane in self.ring:
+            pkt = lane[0]
+            while pkt is not None:
+                out.append(pkt)
+                pkt = pkt.nxt
+        return out
 
 
 class HostPort(Port):
