@@ -170,6 +170,13 @@ class TopologyConfig(_Model):
         default_factory=list,
         description="packet engine: links that fail mid-run (black-holing), [{link, at_s}]",
     )
+    link_error_rate: (
+        Annotated[float, Field(ge=0, le=0.5)] | dict[str, Annotated[float, Field(ge=0, le=0.5)]]
+    ) = Field(
+        0.0,
+        description="packet engine: probability a frame is corrupted on a link (dropped at its "
+        "far end, or retried there under switch.llr), for every link or a map link name -> rate",
+    )
 
     @field_validator("k")
     @classmethod
@@ -440,6 +447,21 @@ class SwitchConfig(_Model):
         le=1,
         description="packet engine: chance that a full queue trims (or drops) its last queued "
         "packet instead of the arriving one (htsim 0.5)",
+    )
+    llr: bool = Field(
+        False,
+        description="packet engine: UEC Link Layer Retry on every link (switch and NIC ends): a "
+        "corrupted frame is replayed by the link from its replay buffer, not by the transport",
+    )
+    llr_timeout_us: float | None = Field(
+        None,
+        gt=0,
+        le=1e6,
+        description="LLR replay timer, us: a sender with no NACK replays this long after the "
+        "frame left (null: 2 x the link's round trip)",
+    )
+    llr_nack: bool = Field(
+        True, description="LLR: the receiver NACKs a corrupted frame (else the timer replays it)"
     )
     scale_buffers_with_rate: bool = Field(
         False,

@@ -250,6 +250,10 @@ PACKET_KEYS: tuple[str, ...] = (
     "switch.pfc_dynamic_alpha",
     "switch.pfc_shared_buffer_bytes",
     "switch.pfc_headroom_bytes",
+    "switch.llr",
+    "switch.llr_timeout_us",
+    "switch.llr_nack",
+    "topology.link_error_rate",
     "records.timeline_interval_us",
 )
 FLOW_KEYS: tuple[str, ...] = ("engine.flow_model", "engine.flow_solver")
@@ -276,7 +280,7 @@ def key_engines(key: str) -> tuple[str, ...] | None:
 def _every_key() -> list[str]:
     """Every dotted key of the sections the engine table names (sections expanded)."""
     out: list[str] = []
-    for section in ("nic", "switch", "records", "engine"):
+    for section in ("nic", "switch", "records", "engine", "topology"):
         model = Scenario.model_fields[section].annotation
         for name, info in model.model_fields.items():  # type: ignore[union-attr]
             sub = info.annotation

@@ -58,7 +58,7 @@ class Port(Element):
         "sim", "link", "rate_bps", "delay_ps", "ppb", "head", "tail", "hhead", "htail", "qbytes",
         "hbytes", "busy_until", "pending", "cap", "hcap", "kmin", "kmax", "trimming", "failed",
         "hdr", "rand", "tx_bytes", "tx_pkts", "marks", "trims", "drops", "data_drops", "peak",
-        "lbrec", "tail_victim", "pmax", "paused", "pfc", "pfc_kept",
+        "lbrec", "tail_victim", "pmax", "paused", "pfc", "pfc_kept", "llr",
     )
 
     # fmt: on
@@ -104,6 +104,7 @@ class Port(Element):
         self.pfc: Pfc | None = None  # PFC, while the port is lossless (None: lossy or failed)
         # ... and after a failure took it off the hot path (its counters stay readable)
         self.pfc_kept: Pfc | None = None
+        self.llr: Any = None  # frame errors / Link Layer Retry of the link (packetsim/llr.py)
         if failed:
             self.fail()
 
@@ -210,7 +211,10 @@ class Port(Element):
             self.tx_pkts += 1
             h = pkt.hop + 1
             pkt.hop = h
-            self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
+            if self.llr is None:
+                self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
+            else:  # frame errors / LLR: the link delivers it (and may hold the wire longer)
+                self.busy_until = self.llr.carry(pkt, t)
             return
         size = pkt.size
         if pkt.kind:
@@ -280,7 +284,10 @@ class Port(Element):
         self.tx_pkts += 1
         h = pkt.hop + 1
         pkt.hop = h
-        self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
+        if self.llr is None:
+            self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
+        else:
+            self.busy_until = self.llr.carry(pkt, t)
 
     def complete(self, _: Any) -> None:
         """The packet on the wire has left: start the next one (priority queue first)."""
@@ -330,7 +337,10 @@ class Port(Element):
         self.tx_pkts += 1
         h = pkt.hop + 1
         pkt.hop = h
-        self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
+        if self.llr is None:
+            self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
+        else:
+            t = self.busy_until = self.llr.carry(pkt, t)
         if q or self.hhead is not None:
             self.sim.at(t, self)
         else:
