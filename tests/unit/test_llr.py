@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import fabricsim
+from fabricsim.cli import main
 from fabricsim.config.loader import load_scenario
 from fabricsim.engine_api import DATA
 from fabricsim.errors import ConfigError, EngineRefusal
@@ -191,3 +192,21 @@ def test_the_same_seed_gives_the_same_errors_and_another_seed_others():
     assert one.summary == two.summary and one.flows.equals(two.flows)
     other = _run(**over, seed=2)
     assert other.summary["link_frame_errors"] != one.summary["link_frame_errors"]
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "topology.link_error_rate=0.9",
+        "topology.link_error_rate={leaf0->spine9: 1e-4}",
+        "switch.llr_timeout_us=0",
+    ],
+)
+def test_the_cli_refuses_bad_link_layer_settings_in_one_line_with_exit_2(setting, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["run", "ecmp-collision", "--engine", "packet", "--set", setting,
+                 "--out", str(out), "--quiet"])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert setting.split("=")[0] in err and "Traceback" not in err
+    assert not out.exists()

@@ -170,13 +170,20 @@ class TopologyConfig(_Model):
         default_factory=list,
         description="packet engine: links that fail mid-run (black-holing), [{link, at_s}]",
     )
-    link_error_rate: (
-        Annotated[float, Field(ge=0, le=0.5)] | dict[str, Annotated[float, Field(ge=0, le=0.5)]]
-    ) = Field(
+    link_error_rate: float | dict[str, float] = Field(
         0.0,
-        description="packet engine: probability a frame is corrupted on a link (dropped at its "
-        "far end, or retried there under switch.llr), for every link or a map link name -> rate",
+        description="packet engine: probability in [0, 0.5] that a link corrupts a frame "
+        "(dropped at its far end, or replayed under switch.llr): one rate for every link, or a "
+        "map link name -> rate",
     )
+
+    @field_validator("link_error_rate")
+    @classmethod
+    def _a_probability(cls, v: float | dict[str, float]) -> float | dict[str, float]:
+        for rate in v.values() if isinstance(v, dict) else (v,):
+            if not 0 <= rate <= 0.5:
+                raise ValueError(f"each rate must be a probability in [0, 0.5] (got {rate:g})")
+        return v
 
     @field_validator("k")
     @classmethod
