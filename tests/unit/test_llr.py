@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 import fabricsim
+from fabricsim._core_build import core_mode
 from fabricsim.cli import main
 from fabricsim.config.loader import load_scenario
 from fabricsim.engine_api import DATA
@@ -210,3 +216,35 @@ def test_the_cli_refuses_bad_link_layer_settings_in_one_line_with_exit_2(setting
     assert code == 2 and len(err.splitlines()) == 1, err
     assert setting.split("=")[0] in err and "Traceback" not in err
     assert not out.exists()
+
+
+LLR_RUN = """
+import json
+import fabricsim
+from fabricsim._core_build import core_mode
+sc = fabricsim.load_scenario("ecmp-collision").with_overrides(
+    {"topology.link_error_rate": 2e-3, "switch.llr": True, "records.port_stats": True})
+res = fabricsim.run(sc, engine="packet")
+print(json.dumps({"mode": core_mode(), "summary": res.summary,
+                  "flows": res.flows.astype(str).to_dict("list"),
+                  "ports": res.tables["port_stats"].astype(str).to_dict("list")}, sort_keys=True))
+"""
+
+
+def _mode_run(pure: bool) -> dict:
+    env = {**os.environ, "FABRICSIM_PURE": "1" if pure else ""}
+    out = subprocess.run(
+        [sys.executable, "-c", LLR_RUN], env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout)
+
+
+@pytest.mark.full
+@pytest.mark.skipif(
+    core_mode() == "pure" and not os.environ.get("CI"),
+    reason="no compiled core in this install (CI requires one)",
+)
+def test_compiled_and_pure_ports_give_identical_llr_runs():
+    compiled, pure = _mode_run(False), _mode_run(True)
+    assert compiled["mode"] == "compiled" and compiled["summary"]["llr_retries"] > 0
+    assert compiled == {**pure, "mode": "compiled"}
