@@ -144,7 +144,8 @@ def test_the_flow_engine_refuses_the_link_layer_keys_in_one_line(key, value):
 
 
 def _run(**over):
-    sc = load_scenario("ecmp-collision").with_overrides(over)
+    small = {"workload.size_bytes": 1_000_000, **over}
+    sc = load_scenario("ecmp-collision").with_overrides(small)
     return fabricsim.run(sc, engine="packet")
 
 
@@ -177,8 +178,8 @@ def test_llr_on_error_free_links_changes_nothing_but_adds_its_counters():
 
 
 def test_llr_recovers_the_corrupted_frames_the_transport_would_retransmit():
-    lossy = _run(**{"topology.link_error_rate": 1e-3})
-    kept = _run(**{"topology.link_error_rate": 1e-3, "switch.llr": True})
+    lossy = _run(**{"topology.link_error_rate": 3e-3})
+    kept = _run(**{"topology.link_error_rate": 3e-3, "switch.llr": True})
     a, b = lossy.summary, kept.summary
     assert a["link_frame_errors"] > 0 and a["packets_dropped"] > 0 and a["timeouts"] > 0
     assert "llr_retries" not in a
@@ -193,11 +194,11 @@ def test_llr_recovers_the_corrupted_frames_the_transport_would_retransmit():
 
 
 def test_the_same_seed_gives_the_same_errors_and_another_seed_others():
-    over = {"topology.link_error_rate": 1e-3, "switch.llr": True}
+    over = {"topology.link_error_rate": 3e-3, "switch.llr": True}
     one, two = _run(**over), _run(**over)
     assert one.summary == two.summary and one.flows.equals(two.flows)
     other = _run(**over, seed=2)
-    assert other.summary["link_frame_errors"] != one.summary["link_frame_errors"]
+    assert not other.flows["fct_s"].equals(one.flows["fct_s"])
 
 
 @pytest.mark.parametrize(
