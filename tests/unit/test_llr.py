@@ -112,6 +112,17 @@ def test_a_frame_corrupted_again_in_its_replay_is_replayed_again():
     assert (llr.errors, llr.replays, llr.retries) == (2, 2, 4)
 
 
+def test_frames_held_for_a_replay_are_lost_with_a_link_that_fails_meanwhile():
+    sim, arrivals = Sim(), []
+    port = _link(sim)
+    llr = port.llr = LinkRetry(port, 0.1, _Frames(2), 10 * US, True, 1_000)
+    _send(sim, port, arrivals, 3)
+    sim.at(US, lambda _: port.fail())  # after frame 1 was corrupted, before its replay
+    sim.run(20 * US)
+    assert arrivals == [(US + SER, 0)]
+    assert (port.drops, llr.retries, llr.held) == (2, 0, None)
+
+
 def test_error_rates_take_one_value_or_a_map_of_link_names_and_refuse_unknown_names():
     sc = load_scenario("ecmp-collision")
     fab = build_fabric(sc.topology)
@@ -189,6 +200,16 @@ def test_llr_recovers_the_corrupted_frames_the_transport_would_retransmit():
     assert b["packets_retransmitted"] < a["packets_retransmitted"]
     assert b["fct_max_s"] < a["fct_max_s"]
     assert b["flows_completed"] == a["flows_completed"] == 8
+    _conserved(a)
+    _conserved(b)
+
+
+def test_llr_under_roce_and_pfc_spares_go_back_n_its_retransmissions():
+    over = {"nic.transport": "roce", "topology.link_error_rate": 3e-3}
+    lossy, kept = _run(**over), _run(**over, **{"switch.llr": True})
+    a, b = lossy.summary, kept.summary
+    assert a["packets_dropped"] > 0 and a["packets_retransmitted"] > a["packets_dropped"]
+    assert b["packets_dropped"] == b["packets_retransmitted"] == 0 < b["llr_retries"]
     _conserved(a)
     _conserved(b)
 
