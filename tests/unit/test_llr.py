@@ -154,6 +154,15 @@ def test_the_flow_engine_refuses_the_link_layer_keys_in_one_line(key, value):
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("key,value", [("switch.llr_nack", False), ("switch.llr_timeout_us", 3)])
+def test_llr_knobs_without_llr_are_refused_in_one_line(key, value):
+    sc = load_scenario("ecmp-collision").with_overrides({key: value})
+    with pytest.raises(EngineRefusal, match=f"^{key}.*switch.llr") as err:
+        check_supported(sc, "packet")
+    assert "\n" not in str(err.value)
+    check_supported(sc.with_overrides({"switch.llr": True}), "packet")
+
+
 def _run(**over):
     small = {"workload.size_bytes": 1_000_000, **over}
     sc = load_scenario("ecmp-collision").with_overrides(small)

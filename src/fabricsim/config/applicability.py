@@ -92,6 +92,8 @@ SELECTED_KEYS: dict[str, tuple[str, Any]] = {
     "switch.pfc_headroom_bytes": ("switch.pfc", True),
     "switch.pfc_dynamic_alpha": ("switch.pfc", True),
     "switch.pfc_shared_buffer_bytes": ("switch.pfc", True),
+    "switch.llr_timeout_us": ("switch.llr", True),
+    "switch.llr_nack": ("switch.llr", True),
 }
 # Keys one switch load-balancing method reads.
 SWITCH_METHOD_KEYS = {

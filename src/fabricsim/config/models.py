@@ -464,8 +464,8 @@ class SwitchConfig(_Model):
         None,
         gt=0,
         le=1e6,
-        description="LLR replay timer, us: a sender with no NACK replays this long after the "
-        "frame left (null: 2 x the link's round trip)",
+        description="LLR replay timer, us: the sender replays this long after a corrupted frame "
+        "left unless a NACK came sooner (null: 2 x the link's round trip)",
     )
     llr_nack: bool = Field(
         True, description="LLR: the receiver NACKs a corrupted frame (else the timer replays it)"
