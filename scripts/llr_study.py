@@ -1,11 +1,14 @@
 """Link Layer Retry vs end-to-end recovery of corrupted frames, measured.
 
-A 16-host permutation of 16 MB flows on a k = 4 fat tree at 100 Gb/s (1 us per link), UET
-with NSCC, in two cases:
+A 16-host permutation of 16 MB flows on a k = 4 fat tree at 100 Gb/s (1 us per link), in
+three cases:
 
-* ``reps``: REPS spraying: the fabric is not congested, so corrupted frames are the only loss;
-* ``ecmp``: one path per flow by ECMP: colliding flows congest the fabric (trims, or drops
-  without trimming) and the corrupted frames come on top.
+* ``reps``: UET with NSCC and REPS spraying: the fabric is not congested, so corrupted frames
+  are the only loss;
+* ``ecmp``: UET with NSCC, one path per flow by ECMP: colliding flows congest the fabric (trims,
+  or drops without trimming) and the corrupted frames come on top;
+* ``roce``: RoCEv2 RC (go-back-N, PFC, DCQCN; ECMP): a lost frame costs the window behind it
+  (no trimming under PFC, so only trimming off).
 
 Each (case, trimming, error rate, LLR) runs the same seeds; ``topology.link_error_rate`` is the
 probability a frame is corrupted, on every link.  The table gives the mean over seeds of the
@@ -18,7 +21,7 @@ It rewrites the table between the markers in ``docs/llr.md``::
     ...
     <!-- /llr_study -->
 
-Run from the repository root (about 6 minutes on one core with the compiled core)::
+Run from the repository root (about 8 minutes on one core with the compiled core)::
 
     python scripts/llr_study.py            # run, print and rewrite docs/llr.md
     python scripts/llr_study.py --seeds 2  # quicker, print only
@@ -50,7 +53,13 @@ BASE: dict[str, Any] = {
     "lb": {"policy": "ecmp"},
     "nic": {"initial_base_rtt_us": "auto", "cc": "nscc"},
 }
-CASES: dict[str, str] = {"reps": "reps", "ecmp": "none"}  # case -> nic.packet_spraying_type
+CASES: dict[str, dict[str, Any]] = {  # case -> its nic settings, and the trimming it runs
+    "reps": {"packet_spraying_type": "reps"},
+    "ecmp": {"packet_spraying_type": "none"},
+    "roce": {"transport": "roce", "cc": "dcqcn"},
+}
+TRIMMING: dict[str, tuple[bool, ...]] = {"reps": (True, False), "ecmp": (True, False),
+                                         "roce": (False,)}  # fmt: skip
 RATES = (0.0, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4)
 METRICS = ("link_frame_errors", "packets_retransmitted", "timeouts", "fct_mean_s", "fct_p99_s",
            "llr_retries", "llr_replay_peak_bytes")  # fmt: skip
@@ -59,7 +68,7 @@ METRICS = ("link_frame_errors", "packets_retransmitted", "timeouts", "fct_mean_s
 def measure(case: str, trimming: bool, rate: float, llr: bool, seed: int) -> dict[str, float]:
     """One run's numbers."""
     d = {**BASE, "seed": seed}
-    d["nic"] = {**BASE["nic"], "packet_spraying_type": CASES[case]}
+    d["nic"] = {**BASE["nic"], **CASES[case]}
     d["topology"] = {**BASE["topology"], "link_error_rate": rate}
     d["switch"] = {"trimming": trimming, "llr": llr}
     s = fabricsim.run(fabricsim.load_scenario(d)).summary
@@ -84,7 +93,7 @@ def table(results: dict[Key, list[dict[str, float]]]) -> list[str]:
             "LLR frames replayed", "replay buffer peak (KB)"]  # fmt: skip
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for case in CASES:
-        for trimming in (True, False):
+        for trimming in TRIMMING[case]:
             for rate in RATES:
                 off = np.array([r["fct_p99_s"] for r in results[(case, trimming, rate, False)]])
                 for llr in (False, True):
@@ -128,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     results: dict[Key, list[dict[str, float]]] = {}
     for case in CASES:
-        for trimming in (True, False):
+        for trimming in TRIMMING[case]:
             for rate in RATES:
                 for llr in (False, True):
                     results[(case, trimming, rate, llr)] = [
