@@ -223,6 +223,19 @@ def test_llr_under_roce_and_pfc_spares_go_back_n_its_retransmissions():
     _conserved(b)
 
 
+def test_port_stats_name_the_link_that_corrupts_frames():
+    res = _run(**{"topology.link_error_rate": {"leaf0->spine1": 0.02}, "switch.llr": True,
+                  "records.port_stats": True})  # fmt: skip
+    ports = res.tables["port_stats"].set_index("link")
+    errors = ports["frame_errors"]
+    assert errors["leaf0->spine1"] == res.summary["link_frame_errors"] > 0
+    assert errors.drop("leaf0->spine1").eq(0).all()
+    assert ports["llr_retries"].sum() == res.summary["llr_retries"] > 0
+    assert ports["llr_replay_peak_bytes"].max() == res.summary["llr_replay_peak_bytes"]
+    plain = _run(**{"records.port_stats": True}).tables["port_stats"]
+    assert "frame_errors" not in plain.columns
+
+
 def test_the_same_seed_gives_the_same_errors_and_another_seed_others():
     over = {"topology.link_error_rate": 3e-3, "switch.llr": True}
     one, two = _run(**over), _run(**over)

@@ -77,7 +77,9 @@ def port_stats_table(fabric: Fabric, ports: Sequence[Port], now_ps: int = 0) -> 
 
     With PFC, also: XOFF frames the port received (``pfc_pauses``), the time it was paused
     (``pfc_paused_s``), and the peak bytes its link's far end held from it
-    (``peak_ingress_bytes``) with that ingress's ``pfc_xoff_bytes`` and headroom.
+    (``peak_ingress_bytes``) with that ingress's ``pfc_xoff_bytes`` and headroom.  With
+    frame errors or Link Layer Retry: the link's corrupted frames (``frame_errors``), frames
+    it replayed (``llr_retries``) and its fullest replay buffer (``llr_replay_peak_bytes``).
     """
     table = pd.DataFrame(
         {
@@ -99,6 +101,10 @@ def port_stats_table(fabric: Fabric, ports: Sequence[Port], now_ps: int = 0) -> 
         table["peak_ingress_bytes"] = [p.peak_ing for p in ports]
         table["pfc_xoff_bytes"] = [p.xoff for p in ports]
         table["pfc_headroom_bytes"] = [p.hroom for p in ports]
+    if any(p.llr is not None for p in ports):  # frame errors / Link Layer Retry (llr.py)
+        table["frame_errors"] = [getattr(p.llr, "errors", 0) for p in ports]
+        table["llr_retries"] = [getattr(p.llr, "retries", 0) for p in ports]
+        table["llr_replay_peak_bytes"] = [getattr(p.llr, "peak", 0) for p in ports]
     return table
 
 
