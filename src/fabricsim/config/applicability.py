@@ -87,6 +87,7 @@ SELECTED_KEYS: dict[str, tuple[str, Any]] = {
     "topology.nvlink_gbps": ("topology.pxn", True),
     "topology.nvlink_delay_us": ("topology.pxn", True),
     "nic.pinned_plane": ("nic.plane_select", "pinned"),
+    "nic.reps.use_csig": ("nic.packet_spraying_type", "reps"),
     "switch.pfc_xoff_bytes": ("switch.pfc", True),
     "switch.pfc_xon_bytes": ("switch.pfc", True),
     "switch.pfc_headroom_bytes": ("switch.pfc", True),

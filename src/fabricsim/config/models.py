@@ -29,6 +29,7 @@ from fabricsim.config.names import RegisteredName, has_trait
 from fabricsim.config.nscc import NsccConfig
 from fabricsim.config.overrides import apply_overrides
 from fabricsim.config.plb import PlbConfig
+from fabricsim.config.reps import RepsConfig
 from fabricsim.config.roce import (
     ECN_MAX_PROB,
     PFC_BY_DEFAULT,
@@ -350,6 +351,10 @@ class NicConfig(_Model):
     plb: PlbConfig = Field(
         default_factory=PlbConfig,  # type: ignore[arg-type]
         description="PLB tuning (nic.plb.*), read only by nic.packet_spraying_type: plb",
+    )
+    reps: RepsConfig = Field(
+        default_factory=RepsConfig,  # type: ignore[arg-type]
+        description="REPS tuning (nic.reps.*), read only by nic.packet_spraying_type: reps",
     )
     reroute_rtts: float = Field(
         10.0,

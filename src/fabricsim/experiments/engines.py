@@ -230,6 +230,7 @@ PACKET_KEYS: tuple[str, ...] = (
     "nic.transport",
     "nic.nscc.",
     "nic.plb.",
+    "nic.reps.",
     "nic.roce.",
     "nic.dcqcn.",
     "switch.flowlet_gap_us",

@@ -57,6 +57,7 @@ from fabricsim.packetsim.checks import (
     duration_ps,
     time_ps,
 )
+from fabricsim.packetsim.csig import attach_csig
 from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_member_choices
 from fabricsim.packetsim.llr import attach_link_layer
 from fabricsim.packetsim.packets import Packet, PacketPool
@@ -111,6 +112,7 @@ class PacketEngine:
             self.base_rtt_ps = us_to_ps(float(nic.initial_base_rtt_us))
         self.ports = self._build_ports(RandomPool(stream(sc.seed, "switch")).random)
         self.links = attach_link_layer(sc, fabric, self.ports, self.mss + self.hdr)
+        attach_csig(sc, fabric, self.ports)
         self.rto_ps = (
             duration_ps(nic.rto_us, "nic.rto_us") if nic.rto_us else self._default_rto_ps()
         )
