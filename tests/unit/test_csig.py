@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 import fabricsim
+from fabricsim._core_build import core_mode
 from fabricsim.config.loader import load_scenario
 from fabricsim.engine_api import ACK, DATA
 from fabricsim.errors import EngineRefusal
@@ -112,3 +118,38 @@ def test_the_flow_engine_refuses_csig_in_one_line():
         check_supported(
             load_scenario("ecmp-collision").with_overrides({"nic.reps.use_csig": True}), "flow"
         )
+
+
+CSIG_RUN = """
+import json
+import fabricsim
+from fabricsim._core_build import core_mode
+sc = fabricsim.load_scenario("permutation").with_overrides({
+    "topology.k": 4, "workload.size_bytes": 300_000, "nic.packet_spraying_type": "reps",
+    "nic.cc": "nscc", "nic.nscc.use_csig": True, "nic.reps.use_csig": True,
+    "topology.degraded_links": {"agg0_0->core0": 0.1}, "topology.link_error_rate": 1e-3,
+    "switch.llr": True, "records.port_stats": True})
+res = fabricsim.run(sc, engine="packet")
+print(json.dumps({"mode": core_mode(), "summary": res.summary,
+                  "flows": res.flows.astype(str).to_dict("list"),
+                  "ports": res.tables["port_stats"].astype(str).to_dict("list")}, sort_keys=True))
+"""
+
+
+def _mode_run(pure: bool) -> dict:
+    env = {**os.environ, "FABRICSIM_PURE": "1" if pure else ""}
+    out = subprocess.run(
+        [sys.executable, "-c", CSIG_RUN], env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout)
+
+
+@pytest.mark.full
+@pytest.mark.skipif(
+    core_mode() == "pure" and not os.environ.get("CI"),
+    reason="no compiled core in this install (CI requires one)",
+)
+def test_compiled_and_pure_give_identical_csig_runs_with_llr_under_the_stamp():
+    compiled, pure = _mode_run(False), _mode_run(True)
+    assert compiled["mode"] == "compiled" and compiled["summary"]["llr_retries"] > 0
+    assert compiled == {**pure, "mode": "compiled"}
