@@ -137,6 +137,8 @@ def test_rod_refuses_oblivious_spraying_and_uud_a_controller_that_needs_acks():
 @pytest.mark.parametrize("mode", DELIVERY_MODES[1:])
 def test_the_flow_engine_refuses_it_in_one_line(mode: str):
     sc = fabricsim.load_scenario(scenario({"nic.delivery_mode": mode}))
-    with pytest.raises(EngineRefusal, match=r"nic.delivery_mode=.* packet (or decomposed )?engine") as exc:
+    with pytest.raises(
+        EngineRefusal, match=r"nic.delivery_mode=.* packet (or decomposed )?engine"
+    ) as exc:
         check_supported(sc, "flow")
     assert "\n" not in str(exc.value)

@@ -87,11 +87,14 @@ SELECTED_KEYS: dict[str, tuple[str, Any]] = {
     "topology.nvlink_gbps": ("topology.pxn", True),
     "topology.nvlink_delay_us": ("topology.pxn", True),
     "nic.pinned_plane": ("nic.plane_select", "pinned"),
+    "nic.reps.use_csig": ("nic.packet_spraying_type", "reps"),
     "switch.pfc_xoff_bytes": ("switch.pfc", True),
     "switch.pfc_xon_bytes": ("switch.pfc", True),
     "switch.pfc_headroom_bytes": ("switch.pfc", True),
     "switch.pfc_dynamic_alpha": ("switch.pfc", True),
     "switch.pfc_shared_buffer_bytes": ("switch.pfc", True),
+    "switch.llr_timeout_us": ("switch.llr", True),
+    "switch.llr_nack": ("switch.llr", True),
 }
 # Keys one switch load-balancing method reads.
 SWITCH_METHOD_KEYS = {

@@ -31,6 +31,7 @@ from fabricsim.config.names import RegisteredName, has_trait
 from fabricsim.config.nscc import NsccConfig
 from fabricsim.config.overrides import apply_overrides
 from fabricsim.config.plb import PlbConfig
+from fabricsim.config.reps import RepsConfig
 from fabricsim.config.roce import (
     ECN_MAX_PROB,
     PFC_BY_DEFAULT,
@@ -191,6 +192,20 @@ class TopologyConfig(_Model):
         default_factory=list,
         description="packet engine: links that fail mid-run (black-holing), [{link, at_s}]",
     )
+    link_error_rate: float | dict[str, float] = Field(
+        0.0,
+        description="packet engine: probability in [0, 0.5] that a link corrupts a frame "
+        "(dropped at its far end, or replayed under switch.llr): one rate for every link, or a "
+        "map link name -> rate",
+    )
+
+    @field_validator("link_error_rate")
+    @classmethod
+    def _a_probability(cls, v: float | dict[str, float]) -> float | dict[str, float]:
+        for rate in v.values() if isinstance(v, dict) else (v,):
+            if not 0 <= rate <= 0.5:
+                raise ValueError(f"each rate must be a probability in [0, 0.5] (got {rate:g})")
+        return v
 
     @field_validator("k")
     @classmethod
@@ -364,6 +379,10 @@ class NicConfig(_Model):
         default_factory=PlbConfig,  # type: ignore[arg-type]
         description="PLB tuning (nic.plb.*), read only by nic.packet_spraying_type: plb",
     )
+    reps: RepsConfig = Field(
+        default_factory=RepsConfig,  # type: ignore[arg-type]
+        description="REPS tuning (nic.reps.*), read only by nic.packet_spraying_type: reps",
+    )
     reroute_rtts: float = Field(
         10.0,
         gt=0,
@@ -473,6 +492,21 @@ class SwitchConfig(_Model):
         le=1,
         description="packet engine: chance that a full queue trims (or drops) its last queued "
         "packet instead of the arriving one (htsim 0.5)",
+    )
+    llr: bool = Field(
+        False,
+        description="packet engine: UEC Link Layer Retry on every link (switch and NIC ends): a "
+        "corrupted frame is replayed by the link from its replay buffer, not by the transport",
+    )
+    llr_timeout_us: float | None = Field(
+        None,
+        gt=0,
+        le=1e6,
+        description="LLR replay timer, us: the sender replays this long after a corrupted frame "
+        "left unless a NACK came sooner (null: 2 x the link's round trip)",
+    )
+    llr_nack: bool = Field(
+        True, description="LLR: the receiver NACKs a corrupted frame (else the timer replays it)"
     )
     scale_buffers_with_rate: bool = Field(
         False,

@@ -140,6 +140,11 @@ class NsccConfig(StrictModel):
         description="the window ceiling and quick-adapt gate scale with the base RTT as it "
         "falls (htsim: 1.5 x the measured BDP)",
     )
+    use_csig: bool = Field(
+        False,
+        description="CSIG: the queueing delay NSCC steers is the path's worst hop's, stamped by "
+        "the switches and echoed in ACKs, instead of the RTT less the base RTT",
+    )
 
     @model_validator(mode="after")
     def _initial_within_ceiling(self) -> NsccConfig:

@@ -230,6 +230,7 @@ PACKET_KEYS: tuple[str, ...] = (
     "nic.delivery_mode",
     "nic.nscc.",
     "nic.plb.",
+    "nic.reps.",
     "nic.roce.",
     "nic.dcqcn.",
     "switch.flowlet_gap_us",
@@ -253,6 +254,10 @@ PACKET_KEYS: tuple[str, ...] = (
     "switch.pfc_arbitration",
     "switch.pfc_watchdog_ms",
     "switch.pfc_stalled_hosts",
+    "switch.llr",
+    "switch.llr_timeout_us",
+    "switch.llr_nack",
+    "topology.link_error_rate",
     "records.timeline_interval_us",
 )
 FLOW_KEYS: tuple[str, ...] = ("engine.flow_model", "engine.flow_solver")
@@ -286,7 +291,7 @@ def key_engines(key: str) -> tuple[str, ...] | None:
 def _every_key() -> list[str]:
     """Every dotted key of the sections the engine table names (sections expanded)."""
     out: list[str] = []
-    for section in ("nic", "switch", "records", "engine"):
+    for section in ("nic", "switch", "records", "engine", "topology"):
         model = Scenario.model_fields[section].annotation
         for name, info in model.model_fields.items():  # type: ignore[union-attr]
             sub = info.annotation

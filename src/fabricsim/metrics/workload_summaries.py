@@ -343,7 +343,9 @@ def chakra_summary(ctx: RunContext) -> dict[str, Any]:
     duration_s) and ``chakra_ranks`` (per rank: finish_s, compute_s, comm_s, exposed_comm_s)."""
     out = ctx.output
     start = out.start_s if out.start_s is not None else ctx.flows.start_s
-    summary, timeline, ranks = chakra_timeline.replay_timeline(ctx.flows.meta["chakra"], start, out.finish_s)
+    summary, timeline, ranks = chakra_timeline.replay_timeline(
+        ctx.flows.meta["chakra"], start, out.finish_s
+    )
     out.tables["chakra_timeline"] = pd.DataFrame(timeline)
     out.tables["chakra_ranks"] = pd.DataFrame(ranks)
     return summary

@@ -39,6 +39,8 @@ cdef class NicEnv:
     cdef public long long nak_ps, cnp_ps, base_rtt_ps
     cdef public object counters
     cdef public double window_cap_bdp
+    cdef public bint csig_cc
+    cdef public long long csig_reps_ps
 
 cdef class RxState:
     cdef public long long cum, count, bytes, done_ps, unacked, dups, nak_psn, nak_at, cnp_at
@@ -88,7 +90,8 @@ cdef class Pdc:
     @cython.locals(una=cython.longlong, acked=cython.longlong,
                    psn=cython.longlong, size=cython.longlong, last=cython.longlong,
                    t=cython.longlong, st=bytearray, now=cython.longlong, ts=cython.longlong,
-                   entropy=cython.longlong, ecn=cython.bint, env=NicEnv)
+                   entropy=cython.longlong, ecn=cython.bint, env=NicEnv,
+                   csig=cython.longlong, rtt=cython.longlong)
     cpdef on_ack(self, Packet pkt)
     @cython.locals(psn=cython.longlong, ts=cython.longlong, entropy=cython.longlong,
                    ecn=cython.bint, size=cython.longlong, path_ok=cython.bint)

@@ -202,7 +202,7 @@ class NicEnv:
         "on_rx_done", "on_tx_failed", "rand_of", "monitor", "spine", "mss", "hdr",
         "max_retries", "fd_mult", "coalesce", "ack_by_bytes", "ack_request", "rto_backoff",
         "ctrl_per_data", "recycle_last_hop", "nak_ps", "cnp_ps", "base_rtt_ps", "counters",
-        "window_cap_bdp",
+        "window_cap_bdp", "csig_cc", "csig_reps_ps",
     )
 
     # fmt: on
@@ -245,6 +245,10 @@ class NicEnv:
         self.nak_ps = self.cnp_ps = 0  # a NAK's repeat interval; CNPs' (0: none sent)
         self.counters: tuple[str, ...] = ()  # the NIC counters the transport adds to its stats
         self.window_cap_bdp = 0.0  # a cap on a PDC's bytes in flight, in BDPs (0: none)
+        # CSIG (packetsim/csig.py): NSCC's queueing delay is the path's worst hop's; REPS
+        # takes a path whose worst hop queues this long for a congested one (else never)
+        self.csig_cc = c.nscc.use_csig and c.cc == "nscc"
+        self.csig_reps_ps = max(base_rtt_ps // 5, 1) if c.reps.use_csig else NEVER_PS
 
 
 class RxState:
@@ -547,12 +551,15 @@ class Pdc:
                 w >>= t
                 self.una = una + t
             self.ack_w = w
-        entropy, ecn, ts = pkt.entropy, pkt.ecn, pkt.ts
+        entropy, ecn, ts, csig = pkt.entropy, pkt.ecn, pkt.ts, pkt.csig
         env.pool.put(pkt)
         if self.feedback:
-            self.spray.on_ack(entropy, ecn)
+            self.spray.on_ack(entropy, ecn or csig >= env.csig_reps_ps)
         now = env.sim.now
-        self.cc.on_ack(now, acked, now - ts, ecn, self.inflight)
+        rtt = now - ts
+        if env.csig_cc:  # CSIG: the worst hop's queueing delay, not the whole RTT's
+            rtt = self.cc.base_rtt_ps + csig
+        self.cc.on_ack(now, acked, rtt, ecn, self.inflight)
         if self.acked_pkts == self.npkts:
             self.acked_ps = now
             self._close()

@@ -58,7 +58,9 @@ from fabricsim.packetsim.checks import (
     duration_ps,
     time_ps,
 )
+from fabricsim.packetsim.csig import attach_csig
 from fabricsim.packetsim.forwarding import RouteTable, make_forwarding, make_member_choices
+from fabricsim.packetsim.llr import attach_link_layer
 from fabricsim.packetsim.lossless import deadlock_holds_all, pfc_summary, watch_lossless
 from fabricsim.packetsim.packets import Packet, PacketPool
 from fabricsim.packetsim.pfc import SharedBuffer
@@ -111,6 +113,8 @@ class PacketEngine:
         else:
             self.base_rtt_ps = us_to_ps(float(nic.initial_base_rtt_us))
         self.ports = self._build_ports(RandomPool(stream(sc.seed, "switch")).random)
+        self.links = attach_link_layer(sc, fabric, self.ports, self.mss + self.hdr)
+        attach_csig(sc, fabric, self.ports)
         self.rto_ps = (
             duration_ps(nic.rto_us, "nic.rto_us") if nic.rto_us else self._default_rto_ps()
         )
@@ -510,7 +514,9 @@ class PacketEngine:
             "packets_dropped": sum(p.data_drops for p in self.ports) + self.sink.data_drops,
             "packets_received": nic_tot["data_packets_received"],
             "headers_received": nic_tot["trimmed_received"],
-            "packets_in_flight_at_end": queued + on_wires,
+            "packets_in_flight_at_end": queued
+            + on_wires
+            + (self.links.held_data() if self.links else 0),
             "control_packets_dropped": sum(p.drops - p.data_drops for p in self.ports)
             + self.sink.drops
             - self.sink.data_drops,
@@ -523,6 +529,8 @@ class PacketEngine:
         }
         for name in self.transport.summary_counters_for(self.sc.nic):
             out[name] = nic_tot[name]
+        if self.links is not None:  # frame errors / Link Layer Retry (packetsim/llr.py)
+            out.update(self.links.summary())
         if self.sc.switch.pfc:
             now = self.sim.now
             out["pfc_pauses"] = sum(p.pfc_pauses for p in self.ports)

@@ -13,6 +13,7 @@ cdef class Packet:
     cdef public bint ecn, ar, last_hop
     cdef public Pfc prev
     cdef public Packet nxt, bk
+    cdef public long long csig
 
 cdef class Route:
     cdef public tuple links, hops, ctrl_hops, tops

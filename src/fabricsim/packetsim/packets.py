@@ -28,7 +28,7 @@ class Packet:
     __slots__ = (
         "kind", "pdc", "src", "dst", "psn", "size", "payload", "entropy",
         "hops", "hop", "ecn", "ts", "cack", "sbase", "sack", "ar", "last_hop", "prev", "nxt",
-        "bk",
+        "bk", "csig",
     )
 
     # fmt: on
@@ -51,6 +51,9 @@ class Packet:
         # perf: a port's FIFOs are linked through their packets (no deque, no allocation)
         self.nxt: Packet | None = None  # the packet queued after it
         self.bk: Packet | None = None  # ... and before it
+        # CSIG: the largest queueing delay (ps) a data packet met at a switch's egress (stamped
+        # compare-and-replace on its way, packetsim/csig.py); its ACK carries it back
+        self.csig = 0
 
 
 class Route:
@@ -112,6 +115,7 @@ class PacketPool:
 
     def put(self, pkt: Packet) -> None:
         pkt.ecn = False
+        pkt.csig = 0
         self.free.append(pkt)
 
 

@@ -34,6 +34,7 @@ cdef class Port(Element):
     cdef public bint paused
     cdef public Pfc pfc, pfc_kept
     cdef public InputArbiter arb
+    cdef public object llr
     cpdef long long ser_ps(self, long long size)
     @cython.locals(pkt=Packet)
     cpdef list queued(self, bint priority)

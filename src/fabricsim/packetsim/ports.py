@@ -63,7 +63,7 @@ class Port(Element):
         "sim", "link", "rate_bps", "delay_ps", "ppb", "head", "tail", "hhead", "htail", "qbytes",
         "hbytes", "busy_until", "pending", "cap", "hcap", "kmin", "kmax", "trimming", "failed",
         "hdr", "rand", "tx_bytes", "tx_pkts", "marks", "trims", "drops", "data_drops", "peak",
-        "lbrec", "tail_victim", "pmax", "paused", "pfc", "pfc_kept", "arb",
+        "lbrec", "tail_victim", "pmax", "paused", "pfc", "pfc_kept", "arb", "llr",
     )
 
     # fmt: on
@@ -110,6 +110,7 @@ class Port(Element):
         # ... and after a failure took it off the hot path (its counters stay readable)
         self.pfc_kept: Pfc | None = None
         self.arb: InputArbiter | None = None  # round robin between ingresses (None: FIFO)
+        self.llr: Any = None  # frame errors / Link Layer Retry of the link (packetsim/llr.py)
         if failed:
             self.fail()
 
@@ -220,7 +221,10 @@ class Port(Element):
             self.tx_pkts += 1
             h = pkt.hop + 1
             pkt.hop = h
-            self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
+            if self.llr is None:
+                self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
+            else:  # frame errors / LLR: the link delivers it (and may hold the wire longer)
+                self.busy_until = self.llr.carry(pkt, t)
             return
         size = pkt.size
         if pkt.kind:
@@ -293,7 +297,10 @@ class Port(Element):
         self.tx_pkts += 1
         h = pkt.hop + 1
         pkt.hop = h
-        self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
+        if self.llr is None:
+            self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
+        else:
+            self.busy_until = self.llr.carry(pkt, t)
 
     def complete(self, _: Any) -> None:
         """The packet on the wire has left: start the next one (priority queue first)."""
@@ -346,7 +353,10 @@ class Port(Element):
         self.tx_pkts += 1
         h = pkt.hop + 1
         pkt.hop = h
-        self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
+        if self.llr is None:
+            self.sim.at(t + self.delay_ps, pkt.hops[h], pkt)
+        else:
+            t = self.busy_until = self.llr.carry(pkt, t)
         if q or self.hhead is not None:
             self.sim.at(t, self)
         else:

@@ -24,6 +24,7 @@ from fabricsim._compat import pd
 from fabricsim.errors import ConfigError
 from fabricsim.nic.pdc import MonitorLog
 from fabricsim.packetsim.calendar import Sim
+from fabricsim.packetsim.csig import CsigStamp
 from fabricsim.packetsim.ports import Port
 from fabricsim.routing.dag import MAX_PATH_LABELS
 from fabricsim.topology.fabric import Fabric
@@ -72,12 +73,20 @@ def monitor_table(log: MonitorLog) -> pd.DataFrame:
     )
 
 
+def _link_layer(port: Port) -> object:
+    """The port's frame-error / LLR carrier (``port.llr``), under its CSIG stamp if any."""
+    x = port.llr
+    return x.inner if isinstance(x, CsigStamp) else x
+
+
 def port_stats_table(fabric: Fabric, ports: Sequence[Port], now_ps: int = 0) -> pd.DataFrame:
     """One row per directed link's output port.
 
     With PFC, also: XOFF frames the port received (``pfc_pauses``), the time it was paused
     (``pfc_paused_s``), and the peak bytes its link's far end held from it
-    (``peak_ingress_bytes``) with that ingress's ``pfc_xoff_bytes`` and headroom.
+    (``peak_ingress_bytes``) with that ingress's ``pfc_xoff_bytes`` and headroom.  With
+    frame errors or Link Layer Retry: the link's corrupted frames (``frame_errors``), frames
+    it replayed (``llr_retries``) and its fullest replay buffer (``llr_replay_peak_bytes``).
     """
     table = pd.DataFrame(
         {
@@ -99,6 +108,11 @@ def port_stats_table(fabric: Fabric, ports: Sequence[Port], now_ps: int = 0) -> 
         table["peak_ingress_bytes"] = [p.peak_ing for p in ports]
         table["pfc_xoff_bytes"] = [p.xoff for p in ports]
         table["pfc_headroom_bytes"] = [p.hroom for p in ports]
+    links = [_link_layer(p) for p in ports]
+    if any(x is not None for x in links):  # frame errors / Link Layer Retry (llr.py)
+        table["frame_errors"] = [getattr(x, "errors", 0) for x in links]
+        table["llr_retries"] = [getattr(x, "retries", 0) for x in links]
+        table["llr_replay_peak_bytes"] = [getattr(x, "peak", 0) for x in links]
     return table
 
 
