@@ -262,13 +262,16 @@ PACKET_KEYS: tuple[str, ...] = (
 )
 FLOW_KEYS: tuple[str, ...] = ("engine.flow_model", "engine.flow_solver")
 """The keys only the flow engine reads."""
+_HOST_OR_LINK_NAMED = ("switch.pfc_stalled_hosts", "topology.link_error_rate")
+"""Packet keys that name the whole fabric's hosts or links (a link simulation has others)."""
 DECOMPOSED_KEYS: tuple[str, ...] = tuple(
     k
-    for k in PACKET_KEYS
-    if not k.startswith("records.")  # its link simulations read them
+    for k in PACKET_KEYS  # its link simulations read them
+    if not k.startswith("records.") and k not in _HOST_OR_LINK_NAMED
 ) + ("engine.decomposed.",)
 """The keys the decomposed engine reads beyond the common ones: the packet engine's (each
-link simulation is a packet engine run), less its records, and its own section."""
+link simulation is a packet engine run), less its records and the keys naming the whole
+fabric's hosts or links, and its own section."""
 
 KEY_ENGINES: dict[str, tuple[str, ...]] = {}
 """A key (or a section, ending in ".") -> the engines that read it, tabulated from the
