@@ -97,9 +97,7 @@ def test_a_ring_all_reduce_of_the_trace_is_the_collectives_ring(tmp_path):
     training_step_traces(tmp_path, ranks=8, gpus_per_server=1, layers=1, bucket_bytes=80_000)
     sc = fabricsim.load_scenario(scenario(tmp_path))
     flows = generate(sc, fabric_of(sc))
-    src, dst, size, deps = collective_messages(
-        sc, fabric_of(sc), "all_reduce", list(range(8)), 80_000
-    )
+    src, dst, size, deps = collective_messages("all_reduce", list(range(8)), 80_000)
     assert len(flows) == 2 * 7 * 8 == len(src)
     assert np.array_equal(flows.src, src) and np.array_equal(flows.dst, dst)
     assert np.array_equal(flows.size_bytes, size)
@@ -243,10 +241,11 @@ def test_all_ranks_in_one_server_hints_at_gpus_per_server(tmp_path):
 
 def test_an_unreplayed_collective_and_mismatched_collectives_are_refused(tmp_path):
     node = all_to_all_node(1, size=100)
-    node.attr[0].int64_val = 2  # ALL_GATHER
-    assert "is a ALL_GATHER collective; the replay runs ALL_REDUCE and ALL_TO_ALL" in refused(
-        two_ranks(tmp_path, [node])
-    )
+    node.attr[0].int64_val = 9  # BARRIER
+    assert (
+        "is a BARRIER collective; the replay runs ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, "
+        "BROADCAST, REDUCE, REDUCE_SCATTER, REDUCE_SCATTER_BLOCK"
+    ) in refused(two_ranks(tmp_path, [node]))
     del node.attr[0]
     assert "is a collective without a comm_type attribute" in refused(two_ranks(tmp_path, [node]))
     text = refused(two_ranks(tmp_path, [all_reduce_node(1, 100)], [all_reduce_node(1, 200)]))
@@ -270,3 +269,20 @@ def test_the_cli_refuses_a_bad_trace_in_one_line_and_writes_nothing(tmp_path, ca
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "names parent 9 in ctrl_deps" in err
     assert "Traceback" not in err and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("ctype", "op"), [(2, "all_gather"), (5, "broadcast"), (7, "reduce_scatter")]
+)
+def test_every_replayed_collective_is_the_collectives_own_dag(tmp_path, ctype, op):
+    """A collective node of each type runs as ``collective_flows`` runs the operation."""
+    nodes = []
+    for _ in range(2):
+        node = all_to_all_node(1, size=400_000)
+        node.attr[0].int64_val = ctype
+        nodes.append(node)
+    sc = fabricsim.load_scenario(scenario(two_ranks(tmp_path, [nodes[0]], [nodes[1]])))
+    flows = generate(sc, fabric_of(sc))
+    src, dst, size, deps = collective_messages(op, [0, 1], 400_000)
+    assert np.array_equal(flows.src, src) and np.array_equal(flows.size_bytes, size)
+    assert len(flows) > 0

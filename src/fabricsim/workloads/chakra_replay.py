@@ -39,12 +39,12 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from fabricsim.config.models import Scenario
-from fabricsim.config.workloads import ChakraWorkload, CollectiveWorkload
+from fabricsim.config.workloads import ChakraWorkload
 from fabricsim.errors import ConfigError
 from fabricsim.topology.fabric import Fabric
 from fabricsim.units import gbps_to_bps
@@ -64,36 +64,39 @@ from fabricsim.workloads.chakra import (
     iter_trace,
     trace_files,
 )
-from fabricsim.workloads.collective import collective
+from fabricsim.workloads.collective import collective_flows
 
 ALL_REDUCE = 0
-REPLAYED = {ALL_REDUCE: "all_reduce", ALL_TO_ALL: "all_to_all"}
-"""The collectives the replay runs (``comm_type`` -> the node's kind in the timeline)."""
+REPLAYED = {
+    ALL_REDUCE: "all_reduce",
+    1: "reduce",
+    2: "all_gather",
+    5: "broadcast",
+    ALL_TO_ALL: "all_to_all",
+    7: "reduce_scatter",
+    8: "reduce_scatter",  # REDUCE_SCATTER_BLOCK: the same exchange
+}
+"""The collectives the replay runs (``comm_type`` -> the operation, as NCCL runs it with its
+default algorithm: :func:`fabricsim.workloads.collective.collective_flows`)."""
 MAX_FOLDED_DEPENDENCIES = 20_000_000
 """The most flow dependencies the folding may make (a dense graph is refused, never swaps)."""
 
 
 # -- the one place the replay calls the collectives' module ----------------------------------
 def collective_messages(
-    sc: Scenario, fabric: Fabric, op: str, ranks: list[int], size_bytes: int
+    op: str, ranks: list[int], size_bytes: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[list[int]]]:
     """The messages of one collective over ``ranks``: ``(src, dst, size_bytes, depends_on)``,
     dependencies as indices into these messages.
 
-    ``op``: ``all_reduce`` (a ring of ``2(n-1)`` dependent steps of ``size/n``) or
-    ``all_to_all`` (``size/n`` to every other member at once); ``size_bytes`` is one rank's
-    buffer.  This adapter is the replay's only call into :mod:`fabricsim.workloads.collective`
-    (today its ``collective`` builder, on a copy of the scenario whose workload is that
-    collective); a new collectives API (more operations and algorithms) plugs in here alone.
+    ``op`` is run as NCCL runs it with its default algorithm (all_reduce: a ring of ``2(n-1)``
+    dependent steps of ``size/n``; all_to_all: ``size/n`` to every other member at once;
+    broadcast/reduce: a pipelined chain; all_gather, reduce_scatter: a ring), one channel, the
+    root rank 0; ``size_bytes`` is the node's ``comm_size``, read as nccl-tests' size.  This
+    adapter is the replay's only call into :mod:`fabricsim.workloads.collective`.
     """
-    name: Literal["ring_allreduce", "all_to_all"] = (
-        "ring_allreduce" if op == "all_reduce" else "all_to_all"
-    )
-    hosts = [int(r) for r in ranks]
-    wl = CollectiveWorkload(op=name, size_bytes=size_bytes, hosts=hosts, start_s=0.0)
-    table = collective(sc.model_copy(update={"workload": wl}), fabric)
-    deps = table.depends_on or [[] for _ in range(len(table))]
-    return table.src, table.dst, table.size_bytes, [list(d) for d in deps]
+    cf = collective_flows(op, None, np.asarray(ranks, dtype=np.int64), int(size_bytes))
+    return cf.src, cf.dst, cf.size_bytes, [list(d) for d in cf.depends_on]
 
 
 # -- the graph ----------------------------------------------------------------------------------
@@ -210,7 +213,8 @@ def _kind(node: Any, attrs: dict[str, Any], fname: str) -> str:
             named = COMM_TYPES[ctype] if isinstance(ctype, int) and 0 <= ctype < 10 else ctype
             raise ConfigError(
                 f"workload.path: {fname}: node {node.id} ({node.name or 'unnamed'}) is a "
-                f"{named} collective; the replay runs ALL_REDUCE and ALL_TO_ALL"
+                f"{named} collective; the replay runs "
+                + ", ".join(sorted({COMM_TYPES[c] for c in REPLAYED}))
             )
         return REPLAYED[ctype]
     if node.type == 4:
@@ -329,7 +333,7 @@ def _one_collective(b: _Builder, attrs_of: list[Any], ranks: list[int], nodes: l
     if len(ranks) == 1:
         plan.unit_deps[plan.exit[first]] = [plan.entry[first]]
         return
-    src, dst, size, deps = collective_messages(b.sc, b.fabric, plan.kind[first], ranks, max(sizes))
+    src, dst, size, deps = collective_messages(plan.kind[first], ranks, max(sizes))
     if plan.kind[first] == "all_to_all":  # each rank sends its own comm_size / n to each member
         own = dict(zip(ranks, sizes, strict=True))
         size = np.array([max(1, own[int(s)] // len(ranks)) for s in src], dtype=np.int64)
