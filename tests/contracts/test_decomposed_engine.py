@@ -150,10 +150,12 @@ def test_the_link_keeps_its_rate_and_delay_where_it_queues(position: int, target
     assert sum(int(fab.link_delay_ps[x]) for x in path) == 6 * 10**6  # 2 + 1 + 3 us kept
 
 
-def test_links_alike_are_simulated_once_through_the_most_loaded() -> None:
-    hard = np.zeros((3, 1))
-    soft = np.array([[10.0], [10.5], [30.0]])
-    assert representatives(hard, soft, np.array([1.0, 2.0, 3.0]), 0.2).tolist() == [1, 1, 2]
+def test_links_alike_are_simulated_once_through_the_median_loaded() -> None:
+    hard = np.zeros((5, 1))
+    soft = np.array([[10.0], [10.5], [30.0], [10.2], [10.1]])
+    load = np.array([1.0, 4.0, 3.0, 2.0, 3.0])
+    assert representatives(hard, soft, load, 0.2).tolist() == [3, 3, 2, 3, 3]
+    hard, soft = hard[:3], soft[:3]
     assert representatives(hard, soft, np.array([1.0, 2.0, 3.0]), 0.0).tolist() == [0, 1, 2]
 
 

@@ -7,8 +7,9 @@ sub-flows, the wire bytes they carry (the link's load over the same run), the me
 90th percentile of the sub-flow sizes, and the number of distinct senders.  "Close" is a
 relative tolerance ``engine.decomposed.cluster_tolerance``: each feature is binned on a log
 scale with bins of ratio ``1 + tolerance``, and links in the same bins of every feature form
-one cluster.  The most loaded link of a cluster (lowest id on a tie) is simulated; the others
-draw their sub-flows' delays from its, by flow size class
+one cluster.  The link of median load in a cluster (the lower middle one of an even cluster,
+the lowest id on a tie) is simulated; the others draw their sub-flows' delays from its, by
+flow size class
 (:mod:`fabricsim.decomposed.compose`).  A tolerance of 0 simulates every loaded link.
 
 Examples
@@ -17,7 +18,7 @@ Examples
 >>> hard = np.array([[0, 1], [0, 1], [0, 1], [1, 1]])
 >>> soft = np.array([[100.0, 5.0], [104.0, 5.0], [300.0, 5.0], [100.0, 5.0]])
 >>> representatives(hard, soft, np.array([10.0, 11.0, 30.0, 10.0]), 0.1).tolist()
-[1, 1, 2, 3]
+[0, 0, 2, 3]
 >>> representatives(hard, soft, np.array([10.0, 11.0, 30.0, 10.0]), 0.0).tolist()
 [0, 1, 2, 3]
 """
@@ -79,10 +80,12 @@ def representatives(
     keys = np.concatenate([hard, bins], axis=1)
     _, group = np.unique(keys, axis=0, return_inverse=True)
     group = group.reshape(-1)
-    # in each group, the most loaded link (the lowest index on a tie) is simulated
-    order = np.lexsort((np.arange(n), -load, group))
-    first = np.ones(n, dtype=bool)
-    first[1:] = group[order][1:] != group[order][:-1]
+    # in each group, the link of median load (the lower middle one of an even group; the
+    # lowest index on a tie) is simulated: the cluster's delays are neither its most nor its
+    # least loaded link's
+    order = np.lexsort((np.arange(n), load, group))
+    starts = np.flatnonzero(np.r_[True, group[order][1:] != group[order][:-1]])
+    sizes = np.diff(np.r_[starts, n])
     rep_of_group = np.empty(group.max() + 1, dtype=np.int64)
-    rep_of_group[group[order][first]] = order[first]
+    rep_of_group[group[order][starts]] = order[starts + (sizes - 1) // 2]
     return rep_of_group[group]
