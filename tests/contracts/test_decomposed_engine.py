@@ -186,3 +186,15 @@ def test_delays_added_at_the_same_time_overlap_and_at_different_times_add_up() -
     together, apart = shares(0.0), shares(0.75)
     assert together[[0, 2]].tolist() == [0.5, 0.5]  # both links at once: half the delay each
     assert apart[0] == pytest.approx(0.9) and apart[2] == pytest.approx(0.875)  # 1.775 in all
+
+
+def test_its_budget_counts_its_rows_and_its_largest_link_simulation() -> None:
+    from fabricsim.errors import ConfigError
+    from fabricsim.experiments.budget import check_budget, estimate
+
+    sc = load_scenario("permutation").with_overrides({"topology.k": 32})
+    est = estimate(sc, "decomposed")
+    assert {"route rows", "link simulation"} <= set(est.breakdown)
+    assert est.packets > estimate(sc, "packet").packets  # every link's packets, summed
+    with pytest.raises(ConfigError, match="engine.max_memory_gb"):
+        check_budget(sc.with_overrides({"engine.max_memory_gb": 0.01}), "decomposed")

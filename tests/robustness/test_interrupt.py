@@ -293,3 +293,21 @@ def test_sigterm_ends_every_verb_with_one_line_143_and_nothing_half_written(
     else:  # no output, no temporary sibling, no lock file
         assert sorted(p.name for p in tmp_path.iterdir()) == []
     _assert_terminated(code, err)
+
+
+@pytest.mark.full
+def test_sigint_mid_decomposed_run_exits_130_leaving_no_worker_and_no_output(tmp_path: Path):
+    """The decomposed engine's link simulations on local workers: Ctrl-C stops them all."""
+    rows = ["src,dst,size_bytes,start_s"]
+    rows += [f"{i % 128},{(i * 37 + 5) % 128 or 1},{2_000_000},{i * 2e-6}" for i in range(1500)]
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    argv = ["run", "permutation", "--engine", "decomposed", "--workers", "2", "--quiet",
+            "--set", "workload.kind=trace", "--set", "workload.path=t.csv", "--out", "D"]  # fmt: skip
+    proc = _start(argv, tmp_path)
+    _wait_for(proc, lambda: _children(proc.pid) >= 4, timeout_s=60)  # the link simulations
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)
+    code, err = _finish(proc)
+    _assert_no_survivors(proc.pid)
+    assert not (tmp_path / "D").exists()
+    _assert_interrupted(code, err)
