@@ -254,7 +254,7 @@ class EngineConfig(_Model):
         "(auto: half of this machine's RAM)",
     )
     decomposed: DecomposedConfig = Field(
-        default_factory=DecomposedConfig,
+        default_factory=DecomposedConfig,  # type: ignore[arg-type]
         description="decomposed engine: how a run splits into link simulations",
     )
 

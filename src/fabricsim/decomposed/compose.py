@@ -172,7 +172,7 @@ def compose_flows(
     else:
         share = bottleneck_shares(routes, w, delays, rate_bps)
         part = np.nan_to_num(delays, nan=0.0) * share
-        added = np.bincount(w.flow, weights=part, minlength=n)
+        added = np.bincount(w.flow, weights=part, minlength=n).astype(np.float64)
     fct = routes.ideal_s + added
     fct[lost | ~np.isfinite(routes.ideal_s)] = np.nan
     return fct

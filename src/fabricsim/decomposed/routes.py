@@ -109,7 +109,7 @@ def _read_back(eng: FlowEngine, fabric: Fabric, flows: FlowTable, out: EngineOut
             r = float(np.min(capacity[links] / coefs))
         rate[flow] = min(r, caps)
         if rate[flow] > 0:
-            worst = max(c.shares.worst_ps for c in routed)
+            worst = max(c.shares.worst_ps for c in routed if c.shares is not None)
             ideal[flow] = total * 8 / rate[flow] + ps_to_s(worst)
     cat = (lambda i, dt: np.concatenate([p[i] for p in parts]).astype(dt)) if parts else None
     return Routes(

@@ -139,7 +139,7 @@ def _execute(
     if hasattr(eng, "map_tasks"):  # an engine of independent tasks: on the backend
         eng.map_tasks = functools.partial(_map_tasks, workers=workers, scheduler=scheduler)
         if progress is not None:
-            eng.link_progress = progress
+            eng.link_progress = progress  # type: ignore[attr-defined]
     out = eng.run()
     out.summary.update(policy.summary())
     return out

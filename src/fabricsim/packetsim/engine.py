@@ -545,6 +545,7 @@ class PacketEngine:
         if np.any(left & (self.start_ps < 0) & (self.waiting == 0)):
             return False
         going = np.flatnonzero(left & (self.start_ps >= 0))
+        assert self.pfc_watch is not None  # asked only on a lossless fabric
         return deadlock_holds_all(self.pfc_watch, self.ports, self.fabric, self.flows.src, going)
 
     def _not_completed_reason(self, limit: int) -> str | None:
@@ -592,7 +593,7 @@ class PacketEngine:
         summary["time_limit_reached"] = bool(
             self.sim.stopped and not halted and np.any(~done & ~self.failed)
         )
-        if halted:
+        if halted and self.pfc_watch is not None:
             summary["pfc_deadlock"] = self.pfc_watch.line()
         summary["not_completed_reason"] = self._not_completed_reason(limit)
         summary["spine_peak_flows"] = self._spine_peaks()

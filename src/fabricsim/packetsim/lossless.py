@@ -56,6 +56,7 @@ def watch_lossless(
                 f"'{fab.host_names[-1]}'"
             )
         pfc = ports[int(fab.host_downlink[hosts[stall.host]])].pfc_kept
+        assert pfc is not None  # a lossless fabric: every port has its PFC state
         sim.at(time_ps(stall.at_s, "switch.pfc_stalled_hosts.at_s"), pfc.stall, True)
         if stall.until_s is not None:
             sim.at(time_ps(stall.until_s, "switch.pfc_stalled_hosts.until_s"), pfc.stall, False)

@@ -186,6 +186,7 @@ class Pfc:
                 port.paused = True
                 self.paused_since = now
                 if self.dog:
+                    assert self.watch is not None  # a watchdog is set with its watch
                     self.sim.at(now + self.watch.watchdog_ps, self._dog, self.epoch)
             self.sim.at(now + pause_ps, self._expire, self.pause_tok)
         elif port.paused and not self.storm:
@@ -232,6 +233,7 @@ class Pfc:
         if epoch != self.epoch or self.storm or not self.port.paused:
             return
         sim, watch = self.sim, self.watch
+        assert watch is not None  # a watchdog is set with its watch
         if not self.port.qbytes:
             sim.at(sim.now + watch.watchdog_ps, self._dog, epoch)
             return
@@ -245,6 +247,7 @@ class Pfc:
     def _restore(self, _: Any) -> None:
         """The watchdog restores the port once no pause frame came for a timeout."""
         sim = self.sim
+        assert self.watch is not None
         due = self.last_frame + self.watch.watchdog_ps
         if sim.now < due:
             sim.at(due, self._restore, None)
@@ -334,7 +337,8 @@ def _waits(starts: list[Pfc]) -> dict[Pfc, dict[Pfc | None, int]]:
         x = stack.pop()
         if x in held:
             continue
-        held[x] = by = {}
+        by: dict[Pfc | None, int] = {}
+        held[x] = by
         if not (x.xoff_sent and x.port.paused) or x.storm:
             continue
         for q in x.outs:

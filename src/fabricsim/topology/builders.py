@@ -395,16 +395,16 @@ def _lookup(index: dict[str, int], name: str, field_name: str) -> int:
 
 
 def build_dumbbell(
-    sender_bps: Sequence[float],
-    sender_delay_ps: Sequence[int],
+    sender_bps: Sequence[float] | np.ndarray,
+    sender_delay_ps: Sequence[int] | np.ndarray,
     middle_bps: float,
     middle_delay_ps: int,
-    receiver_bps: Sequence[float],
-    receiver_delay_ps: Sequence[int],
+    receiver_bps: Sequence[float] | np.ndarray,
+    receiver_delay_ps: Sequence[int] | np.ndarray,
     degraded: dict[str, float] | None = None,
-    sender_feeder: Sequence[int] | None = None,
-    feeder_bps: Sequence[float] = (),
-    feeder_delay_ps: Sequence[int] = (),
+    sender_feeder: Sequence[int] | np.ndarray | None = None,
+    feeder_bps: Sequence[float] | np.ndarray = (),
+    feeder_delay_ps: Sequence[int] | np.ndarray = (),
 ) -> Fabric:
     """Hosts behind switch ``leaf0``, one link ``leaf0->leaf1``, hosts behind ``leaf1``.
 
@@ -442,5 +442,7 @@ def build_dumbbell(
     for k, node in enumerate(feeds):
         d.duplex(node, a, float(feeder_bps[k]), delay_us=int(feeder_delay_ps[k]) / 1e6)
     d.oversub_leaves = [a]
-    cfg = TopologyConfig(kind="leaf_spine", degraded_links=dict(degraded or {}))
+    cfg = TopologyConfig.model_validate(
+        {"kind": "leaf_spine", "degraded_links": dict(degraded or {})}
+    )
     return _finish(d, cfg, [a, b, *feeds], [b], 1.0, d.pods)
