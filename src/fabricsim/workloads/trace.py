@@ -522,13 +522,28 @@ def us_text(ps: int) -> str:
     return f"{whole}.{frac:06d}".rstrip("0").rstrip(".") if frac else str(whole)
 
 
+COUNTED_LINES_BYTES = 1 << 31
+"""A text trace up to this size has its lines counted for the budget (about 1 s per GB);
+a larger one is bounded by its size (at least 8 bytes a row)."""
+
+
 def _trace_rows(path: str) -> int | None:
-    """Rows of a trace file from its metadata or size (None: unreadable, refused later)."""
+    """Rows of a trace file, at most: from its metadata (Parquet), its line count (text), or
+    its size (None: unreadable, refused later)."""
     p = Path(path)
     try:
         if p.suffix.lower() in (".parquet", ".pq"):
             return int(pq.read_metadata(p).num_rows)
-        return max(1, p.stat().st_size // 8) if p.is_file() else None
+        if not p.is_file():
+            return None
+        size = p.stat().st_size
+        if size > COUNTED_LINES_BYTES:
+            return max(1, size // 8)
+        lines = 0
+        with p.open("rb") as f:
+            while chunk := f.read(1 << 24):
+                lines += chunk.count(b"\n")
+        return max(1, lines + 1)  # a last line without a newline
     except Exception:  # noqa: BLE001 - unreadable: the workload reader refuses it in one line
         return None
 
