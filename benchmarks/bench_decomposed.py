@@ -19,7 +19,8 @@ Cases (``--case``):
 
 ``--k``, ``--flows`` and ``--load`` override a case's size.  Peak RSS is this process's and its
 children's (``getrusage``); run under ``/usr/bin/time -v`` for the whole tree's maximum.
-``--profile FILE`` runs the decomposed engine in this process under pyinstrument (one worker,
+Each decomposed row carries ``fct_sha256``, a digest of the flows' FCTs: equal on every backend
+and worker count.  ``--profile FILE`` runs the decomposed engine in this process under pyinstrument (one worker,
 so the profile sees the link simulations) and writes the text profile to FILE.
 
 Run: ``python benchmarks/bench_decomposed.py --case a [--tolerances 0.1,0.3,1.0]
@@ -29,6 +30,7 @@ Run: ``python benchmarks/bench_decomposed.py --case a [--tolerances 0.1,0.3,1.0]
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import resource
 import sys
@@ -168,6 +170,7 @@ def decomposed_row(res: Any, wall: float, label: str) -> dict[str, Any]:
             )
         },
         "largest": s.get("largest_link_simulation"),
+        "fct_sha256": hashlib.sha256(res.flows["fct_s"].to_numpy().tobytes()).hexdigest()[:16],
     }
     print(json.dumps(row), flush=True)
     return row
