@@ -198,3 +198,12 @@ def test_its_budget_counts_its_rows_and_its_largest_link_simulation() -> None:
     assert est.packets > estimate(sc, "packet").packets  # every link's packets, summed
     with pytest.raises(ConfigError, match="engine.max_memory_gb"):
         check_budget(sc.with_overrides({"engine.max_memory_gb": 0.01}), "decomposed")
+
+
+def test_a_comparison_plans_decomposed_runs_without_the_timelines_it_cannot_record() -> None:
+    from fabricsim.experiments.plan import plan_methods
+
+    sc = load_scenario("permutation").with_overrides(SMALL)
+    (spec,) = plan_methods(sc, "decomposed", ["pinned"], 1)
+    assert spec.scenario["records"]["timelines"] is False
+    assert plan_methods(sc, "flow", ["pinned"], 1)[0].scenario["records"]["timelines"] is True

@@ -26,6 +26,7 @@ from typing import Any
 from fabricsim.config.loader import effective_scenario, load_scenario, parse_set_options
 from fabricsim.config.models import Scenario
 from fabricsim.errors import ConfigError
+from fabricsim.experiments.engines import capabilities
 from fabricsim.experiments.methods import method_overrides
 from fabricsim.experiments.runner import check_engine
 
@@ -95,11 +96,14 @@ class SweepPlan:
 
 def plan_methods(sc: Scenario, engine: str, methods: Sequence[str], seeds: int) -> list[RunSpec]:
     """Every (method, seed) of a comparison: the scenario under each method's overrides
-    (timelines on), seeds ``sc.seed ..``; each method checked against ``engine`` once."""
+    (timelines on where the engine records them), seeds ``sc.seed ..``; each method checked
+    against ``engine`` once."""
     specs: list[RunSpec] = []
+    timelines = "timelines" in capabilities(engine).records
     for method in methods:
         over = method_overrides(method, engine, sc.lb.qp_count)
-        over["records.timelines"] = True
+        if timelines:
+            over["records.timelines"] = True
         variant = sc.varying(set(over)).with_overrides(over)
         check_engine(variant, engine)  # the user's keys checked here, once per method
         for i in range(seeds):
