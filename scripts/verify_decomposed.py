@@ -4,7 +4,7 @@ Cases (128 hosts, k = 8 fat tree, 100 Gbps): a permutation of 2 MB messages; a 3
 of 2 MB; Poisson arrivals with uniform pairs and log-uniform sizes 64 KB..16 MB at 30 % and
 60 % load (2,000 flows); the same 30 % trace with one aggregation-core link degraded to 25 %
 and, separately, one failed (its flows are not completed on either engine: the errors cover the
-others); on a 2:1 oversubscribed leaf-spine (8 leaves x 16 hosts, 4 spines); KV-cache transfers
+others); on a 4:1 oversubscribed leaf-spine (8 leaves x 16 hosts, 4 spines); KV-cache transfers
 (``ark-packet``: RoCEv2, PFC, DCQCN) under ECMP and ARK; MoE dispatch with round robin
 (``moe``).  ``--quick`` runs the first four.  For each case and seed: the mean and p99 FCT on both engines and
 the decomposed engine's error; targets: mean within 5 %, p99 within 10 %.  Prints a markdown
@@ -68,7 +68,7 @@ def cases(tmp: Path, seed: int) -> dict[str, dict]:
         "permutation",
         {**p30, "topology.failed_links": ["agg0_0->core0"]},
     )
-    out["Poisson 30 %, leaf-spine 2:1"] = (
+    out["Poisson 30 %, leaf-spine 4:1"] = (
         "permutation",
         {
             **p30,
