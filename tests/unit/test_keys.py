@@ -112,7 +112,9 @@ def test_docs_keys_md_is_current():
         [sys.executable, "-m", "fabricsim", "keys", "--markdown"],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    assert fresh == keys_markdown() or "demo" in keys_markdown()
+    from fabricsim.experiments.engines import key_engines
+
+    assert fresh == keys_markdown(key_engines) or "demo" in keys_markdown()
     assert DOCS.read_text() == fresh, (
         "docs/keys.md is stale: fabricsim keys --markdown > docs/keys.md"
     )

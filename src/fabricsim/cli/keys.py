@@ -13,8 +13,10 @@ from fabricsim.errors import ConfigError
 
 if TYPE_CHECKING:
     from fabricsim.config import keys as config_keys
+    from fabricsim.experiments import engines
 else:  # perf: imported when the verb runs, not at every start of `fabricsim`
     config_keys = LazyModule("fabricsim.config.keys")
+    engines = LazyModule("fabricsim.experiments.engines")
 
 
 @app.command()
@@ -31,7 +33,7 @@ def keys(
     if markdown:
         if prefix or as_json:
             raise ConfigError("--markdown: prints every key; give no PREFIX and no --json")
-        typer.echo(config_keys.keys_markdown(), nl=False)
+        typer.echo(config_keys.keys_markdown(engines.key_engines), nl=False)
         return
     infos = config_keys.key_infos(prefix)
     if not infos:

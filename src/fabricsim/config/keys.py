@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin
 
@@ -424,8 +424,12 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def keys_markdown() -> str:
-    """``docs/keys.md``: one table per section, then the registered names of each strategy key."""
+def keys_markdown(engines: Callable[[str], tuple[str, ...] | None] | None = None) -> str:
+    """``docs/keys.md``: one table per section, then the registered names of each strategy key.
+
+    ``engines(key)``: the engines that read ``key`` (None: every engine), for an engines column
+    (the command line passes :func:`fabricsim.experiments.engines.key_engines`).
+    """
     infos = all_keys()
     out = [
         "# Scenario keys",
@@ -441,18 +445,26 @@ def keys_markdown() -> str:
         "is 0.5, `2ms` in a `*_s` key is 0.002. A plain number is in the key's unit.",
         "",
     ]
+    if engines:
+        out += [
+            "The engines column names the engines that read a key (`all`: every engine); set",
+            "on another engine, the key is refused in one line naming the engine that reads it.",
+            "",
+        ]
     sections = list(dict.fromkeys(k.key.split(".")[0] if "." in k.key else "" for k in infos))
     for section in sections:
         rows = [k for k in infos if (k.key.split(".")[0] if "." in k.key else "") == section]
         out += [f"## {section or 'top level'}", ""]
-        out += [
-            "| key | type | default | allowed | unit | when | help |",
-            "|---|---|---|---|---|---|---|",
-        ]
+        head = "| key | type | default | allowed | unit | when |" + (" engines |" if engines else "")
+        out += [head + " help |", "|---" * (8 if engines else 7) + "|"]
         for k in rows:
             help_ = k.help + (f" (alias `{'`, `'.join(k.aliases)}`)" if k.aliases else "")
             default = f"`{k.default}`" if k.default else "`''`"
-            cells = [f"`{k.key}`", k.type, default, k.allowed, k.unit_column, k.applies, help_]
+            cells = [f"`{k.key}`", k.type, default, k.allowed, k.unit_column, k.applies]
+            if engines:
+                readers = engines(k.key)
+                cells.append("all" if readers is None else ", ".join(readers))
+            cells.append(help_)
             out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         out.append("")
     out += ["## Registered names", ""]
