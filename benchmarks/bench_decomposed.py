@@ -66,8 +66,12 @@ def make_trace(path: Path, k: int, flows: int, load: float, seed: int) -> int:
     return hosts
 
 
+MAX_MEMORY_GB = [16.0]
+"""``engine.max_memory_gb`` of every run (``--max-memory-gb``)."""
+
+
 def scenario(trace: Path, k: int, seed: int, tolerance: float | None = None) -> Any:
-    engine: dict[str, Any] = {"max_packets": 10**12, "max_memory_gb": 16}
+    engine: dict[str, Any] = {"max_packets": 10**12, "max_memory_gb": MAX_MEMORY_GB[0]}
     if tolerance is not None:
         engine["decomposed"] = {"cluster_tolerance": tolerance}
     return fabricsim.load_scenario(
@@ -285,7 +289,14 @@ def main() -> int:
     )
     ap.add_argument("--profile", default=None, help="pyinstrument text profile to this file")
     ap.add_argument("--json", default=None, help="write the measurements to this file")
+    ap.add_argument(
+        "--max-memory-gb",
+        type=float,
+        default=16.0,
+        help="engine.max_memory_gb (the budget refuses a run whose estimate is over it)",
+    )
     args = ap.parse_args()
+    MAX_MEMORY_GB[0] = args.max_memory_gb
     k0, n0, l0 = CASES[args.case]
     k, n, load = args.k or k0, args.flows or n0, args.load or l0
     with tempfile.TemporaryDirectory() as d:
