@@ -33,40 +33,59 @@ from fabricsim.workloads.base import FlowTable
 
 
 def features(
-    w: LinkWorkloads, fabric: Fabric, flows: FlowTable
+    w: LinkWorkloads, fabric: Fabric, flows: FlowTable, links: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(hard keys, soft features, load) per loaded link of ``w``.
+    """(hard keys, soft features, load) per loaded link of ``w`` (or of its ``links``, indices
+    into ``w.links``: perf, the quiet ones need none).
 
     Hard keys must match exactly (position, rate, nominal rate, the senders' fastest and
     slowest rate); soft features (sub-flows, wire bytes, mean and p90 size, senders) are
     compared within the tolerance; the load (wire bytes) orders a cluster's links.
     """
-    n = len(w.links)
+    chosen = np.arange(len(w.links)) if links is None else np.asarray(links)
+    n = len(chosen)
     hard = np.zeros((n, 5), dtype=np.float64)
     soft = np.zeros((n, 5), dtype=np.float64)
     load = np.zeros(n)
     src = flows.src[w.flow]
-    for i in range(n):
+    for at, i in enumerate(chosen.tolist()):
         r = w.rows(i)
         x = int(w.links[i])
         sizes = w.size_bytes[r]
         snd = w.sender_bps[r]
-        hard[i] = (
+        hard[at] = (
             w.position[i],
             fabric.link_rate_bps[x],
             fabric.link_nominal_bps[x],
             snd.max(),
             snd.min(),
         )
-        load[i] = float(w.wire_bytes[r].sum())
-        soft[i] = (
+        load[at] = float(w.wire_bytes[r].sum())
+        soft[at] = (
             w.count[i],
-            load[i],
+            load[at],
             float(sizes.mean()),
-            float(np.percentile(sizes, 90)),
+            _p90(sizes),
             len(np.unique(src[r])),
         )
     return hard, soft, load
+
+
+def _p90(values: np.ndarray) -> float:
+    """``np.percentile(values, 90)`` (linear), from a partial sort (perf: 4.6 s of a k = 64
+    run's 6.6 s of features went to ``np.percentile``'s full machinery).
+
+    >>> v = np.array([5, 1, 9, 3, 7, 2])
+    >>> _p90(v) == float(np.percentile(v, 90))
+    True
+    """
+    pos = 0.9 * (len(values) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(values) - 1)
+    part = np.partition(values, (lo, hi)) if hi != lo else np.partition(values, lo)
+    a, b = float(part[lo]), float(part[hi])
+    t = pos - lo
+    return a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)  # as numpy's lerp
 
 
 def representatives(

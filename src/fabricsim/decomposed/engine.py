@@ -107,10 +107,8 @@ class DecomposedEngine:
         t_route = time.perf_counter()
         w = link_workloads(routes, fabric, flows)
         loud = np.flatnonzero(~w.quiet)
-        hard, soft, load = features(w, fabric, flows)
-        reps_loud = representatives(
-            hard[loud], soft[loud], load[loud], sc.engine.decomposed.cluster_tolerance
-        )
+        hard, soft, load = features(w, fabric, flows, loud)
+        reps_loud = representatives(hard, soft, load, sc.engine.decomposed.cluster_tolerance)
         reps = np.arange(len(w.links), dtype=np.int64)
         reps[loud] = loud[reps_loud]
         simulated = np.flatnonzero((reps == np.arange(len(w.links))) & ~w.quiet)
