@@ -13,7 +13,7 @@ import pytest
 import fabricsim
 from fabricsim.config.loader import load_scenario
 from fabricsim.decomposed.cluster import representatives
-from fabricsim.decomposed.compose import bottleneck_shares, sample_by_class
+from fabricsim.decomposed.compose import bottleneck_shares, sample_by_class, scaled
 from fabricsim.decomposed.link_fabric import LinkSpec
 from fabricsim.decomposed.link_workloads import DOWN, MIDDLE, UP
 from fabricsim.errors import EngineRefusal
@@ -186,6 +186,40 @@ def test_delays_added_at_the_same_time_overlap_and_at_different_times_add_up() -
     together, apart = shares(0.0), shares(0.75)
     assert together[[0, 2]].tolist() == [0.5, 0.5]  # both links at once: half the delay each
     assert apart[0] == pytest.approx(0.9) and apart[2] == pytest.approx(0.875)  # 1.775 in all
+
+
+def test_scaled_takes_the_flow_engine_fct_times_its_worst_link_ratio() -> None:
+    from types import SimpleNamespace
+
+    # flow 0 on links A (ratio 1.2) and B (1.5); flow 1 sprayed half on C (ratio 3): 1 + 0.5*2;
+    # flow 2's link did not finish it; flow 3 cannot be routed
+    routes = SimpleNamespace(
+        ideal_s=np.array([1.0, 1.0, 1.0, np.inf]), start_s=np.array([0.0, 1.0, 0.0, 0.0]),
+        coef=np.array([1.0, 1.0, 0.5, 1.0]),
+        flow_out=SimpleNamespace(finish_s=np.array([2.0, 5.0, 1.0, np.nan])),
+    )  # fmt: skip
+    w = SimpleNamespace(flow=np.array([0, 0, 1, 2]), row=np.array([0, 1, 2, 3]))
+    got = scaled(routes, w, np.array([1.2, 1.5, 3.0, np.nan]))
+    assert got[:2].tolist() == [3.0, 8.0] and np.isnan(got[2:]).all()
+
+
+def test_scaled_keeps_a_lone_flow_and_a_two_to_one_incast_near_the_packet_engine(
+    tmp_path: Path,
+) -> None:
+    rows = [(0, 15, 2 * 10**6, 0.0), (4, 15, 2 * 10**6, 0.0), (8, 9, 10**6, 0.0)]
+    sc = load_scenario("permutation").with_overrides(
+        {
+            "topology.k": 4,
+            "workload": {"kind": "trace", "path": _trace(tmp_path, rows)},
+        }
+    )
+    scaled_sc = sc.with_overrides({"engine.decomposed.aggregate": "scaled"})
+    dec = fabricsim.run(scaled_sc, engine="decomposed").flows["fct_s"].to_numpy()
+    pkt = fabricsim.run(sc, engine="packet").flows["fct_s"].to_numpy()
+    flow = fabricsim.run(sc, engine="flow").flows["fct_s"].to_numpy()
+    assert dec[2] == pytest.approx(flow[2], rel=1e-9)  # alone: quiet links, ratio 1
+    assert dec[:2].mean() > flow[:2].mean()  # the link's packet effects on top of sharing
+    assert dec[:2].mean() == pytest.approx(pkt[:2].mean(), rel=0.1)
 
 
 def test_its_budget_counts_its_rows_and_its_largest_link_simulation() -> None:

@@ -55,7 +55,7 @@ ScenarioArg = Annotated[str, typer.Argument(help="YAML path or built-in name")]
 SetOpt = Annotated[
     list[str] | None, typer.Option("--set", help="KEY=VALUE override (dotted key); repeatable")
 ]
-EngineOpt = Annotated[str | None, typer.Option("--engine", help="flow or packet")]
+EngineOpt = Annotated[str | None, typer.Option("--engine", help="flow, packet or decomposed")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="print nothing but errors")]
 PresetOpt = Annotated[
     str | None,

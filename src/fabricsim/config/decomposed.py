@@ -22,9 +22,11 @@ class DecomposedConfig(StrictModel):
         "feature (sub-flows, bytes, mean and p90 size, senders; same position and rates) are "
         "simulated once (0: simulate every loaded link)",
     )
-    aggregate: Literal["bottleneck", "sum", "max"] = Field(
-        "bottleneck",
-        description="how a flow's link delays combine: bottleneck (at each point of its "
-        "lifetime only its most loaded links count, shared), sum (every link's, as Parsimon's "
-        "default), max (only the largest)",
+    aggregate: Literal["scaled", "bottleneck", "sum", "max"] = Field(
+        "scaled",
+        description="how a flow's link results combine: scaled (its FCT in the routing run, "
+        "the flow engine on the whole fabric, times the largest packet-over-fluid FCT ratio "
+        "of its link simulations), bottleneck (its ideal FCT plus link delays, at each point "
+        "of its lifetime only its most loaded links' counting, shared), sum (every link's "
+        "delay, as Parsimon's default), max (only the largest delay)",
     )

@@ -455,7 +455,9 @@ def keys_markdown(engines: Callable[[str], tuple[str, ...] | None] | None = None
     for section in sections:
         rows = [k for k in infos if (k.key.split(".")[0] if "." in k.key else "") == section]
         out += [f"## {section or 'top level'}", ""]
-        head = "| key | type | default | allowed | unit | when |" + (" engines |" if engines else "")
+        head = "| key | type | default | allowed | unit | when |" + (
+            " engines |" if engines else ""
+        )
         out += [head + " help |", "|---" * (8 if engines else 7) + "|"]
         for k in rows:
             help_ = k.help + (f" (alias `{'`, `'.join(k.aliases)}`)" if k.aliases else "")

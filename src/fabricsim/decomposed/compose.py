@@ -65,9 +65,12 @@ def row_delays(
     results: dict[int, np.ndarray],
     fabric: Fabric,
     seed: int,
+    quiet: float = 0.0,
 ) -> np.ndarray:
-    """The delay each link added to each sub-flow, in the rows of ``w`` (see the module)."""
-    out = np.zeros(len(w.flow))
+    """The delay each link added to each sub-flow, in the rows of ``w`` (see the module);
+    ``results`` may hold another per-sub-flow figure (the ``scaled`` ratios), sampled alike,
+    with ``quiet`` its value on a quiet link."""
+    out = np.full(len(w.flow), quiet)
     for i in range(len(w.links)):
         if w.quiet[i]:
             continue
@@ -157,12 +160,35 @@ def bottleneck_shares(
     return np.where(total > 0, counted / np.where(total > 0, total, 1.0), 1.0)
 
 
+def scaled(routes: Routes, w: LinkWorkloads, ratios: np.ndarray) -> np.ndarray:
+    """Per flow: its FCT in the routing run (the flow engine on the whole fabric) times the
+    largest of its links' packet-over-fluid FCT ratios (a link where the flow has share ``c``
+    of its bytes: ``1 + c (ratio - 1)``); NaN where a link simulation did not finish it.
+
+    The flow engine sees every link's fair sharing at once, so the stretch a flow's slow links
+    give its overlap with others elsewhere is in; each link simulation adds what its queues,
+    losses and congestion control cost beyond fair sharing.  The largest counts: the packet
+    effects of two links on one flow overlap as its sharing does.
+    """
+    n = len(routes.ideal_s)
+    part = 1.0 + routes.coef[w.row] * (ratios - 1.0)
+    factor = np.ones(n)
+    np.maximum.at(factor, w.flow, np.nan_to_num(part, nan=1.0))
+    lost = np.bincount(w.flow, weights=np.isnan(part).astype(float), minlength=n) > 0
+    fct = (routes.flow_out.finish_s - routes.start_s) * factor
+    fct[lost | ~np.isfinite(routes.ideal_s)] = np.nan
+    return fct
+
+
 def compose_flows(
     routes: Routes, w: LinkWorkloads, delays: np.ndarray, rate_bps: np.ndarray, aggregate: str
 ) -> np.ndarray:
-    """Per flow: its FCT by ``aggregate`` (``bottleneck``, ``sum`` or ``max``), s."""
+    """Per flow: its FCT by ``aggregate`` (``bottleneck``, ``sum``, ``max``; ``scaled``
+    takes the ratios of :func:`scaled` as ``delays``), s."""
     if aggregate == "sum":
         return compose(routes, w, delays)
+    if aggregate == "scaled":
+        return scaled(routes, w, delays)
     n = len(routes.ideal_s)
     weighted = delays * routes.coef[w.row]
     lost = np.bincount(w.flow, weights=np.isnan(weighted).astype(float), minlength=n) > 0

@@ -116,9 +116,14 @@ class DecomposedEngine:
         t_plan = time.perf_counter()
         results, sims = self._simulate(specs)
         t_sims = time.perf_counter()
-        delays = row_delays(w, reps, results, fabric, sc.seed)
+        aggregate = sc.engine.decomposed.aggregate
+        if aggregate == "scaled":
+            ratios = {i: s.ratio for i, s in sims.items() if s.ratio is not None}
+            delays = row_delays(w, reps, ratios, fabric, sc.seed, quiet=1.0)
+        else:
+            delays = row_delays(w, reps, results, fabric, sc.seed)
         rate = fabric.link_rate_bps[w.links]
-        fct = compose_flows(routes, w, delays, rate, sc.engine.decomposed.aggregate)
+        fct = compose_flows(routes, w, delays, rate, aggregate)
         out = self._output(routes, w, fct, specs, sims, simulated)
         out.timing.update(
             {

@@ -7,7 +7,10 @@ NIC, transport, congestion control and switch settings, with its own seed drawn 
 scenario's seed and the link's name, so a link's result does not depend on which worker ran
 it or with what.  What comes back is, per sub-flow, the delay the link added: its FCT in the
 simulation less its FCT alone on the same idle dumbbell (the flow engine's formula, which the
-packet engine's lone flow matches), NaN where it did not finish.
+packet engine's lone flow matches), NaN where it did not finish.  Under the ``scaled``
+composition (``engine.decomposed.aggregate``) the flow engine also runs the same sub-flows on
+the same dumbbell, and each sub-flow's packet FCT over its fluid FCT comes back too: what the
+link's queues, losses and congestion control cost beyond fair sharing.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import numpy as np
 
 from fabricsim.config.models import Scenario
 from fabricsim.decomposed.link_fabric import LinkSpec
-from fabricsim.engine_api import collector_paused, wire_bytes_array
+from fabricsim.engine_api import EngineOutput, collector_paused, wire_bytes_array
+from fabricsim.flowsim.engine import FlowEngine
 from fabricsim.lb.base import PathPolicy, PolicyContext, with_rate_caps
 from fabricsim.packetsim.engine import PacketEngine
 from fabricsim.rng import stream
@@ -39,6 +43,9 @@ class LinkResult:
     counters: dict[str, int]
     """events, packets_sent, packets_retransmitted, packets_trimmed, packets_dropped."""
     wall_s: float
+    ratio: np.ndarray | None = None
+    """Per sub-flow (``scaled`` composition only): its FCT over its FCT on the flow engine on
+    the same dumbbell (NaN: it did not finish)."""
 
 
 COUNTERS = ("events", "packets_sent", "packets_retransmitted", "packets_trimmed", "packets_dropped")
@@ -55,7 +62,8 @@ def link_seed(seed: int, name: str) -> int:
 
 def simulate_link(sc: Scenario, spec: LinkSpec) -> LinkResult:
     """Run one link's sub-flows on the packet engine (``sc``: the link scenario,
-    :func:`link_scenario`); its seed is :func:`link_seed` of the link's name."""
+    :func:`link_scenario`); its seed is :func:`link_seed` of the link's name.  Under the
+    ``scaled`` composition the flow engine runs them on the same dumbbell too."""
     wall0 = time.perf_counter()
     run_sc = sc.model_copy(update={"seed": link_seed(sc.seed, spec.name)})
     fabric = spec.fabric()
@@ -63,16 +71,26 @@ def simulate_link(sc: Scenario, spec: LinkSpec) -> LinkResult:
     src, dst, size, start, ports = spec.flows()
     extra = {} if spec.cap_bps is None else {"rate_cap_bps": spec.cap_bps}
     flows = FlowTable(src, dst, size, start, ports.astype(np.int64), extra=extra)
-    ctx = PolicyContext(run_sc, fabric, router, flows, stream(run_sc.seed, "policy"))
-    policy = with_rate_caps(PathPolicy(ctx), flows)
-    eng = PacketEngine(run_sc, fabric, router, flows, policy)
-    ctx.hooks = eng
-    out = eng.run()
-    began = out.start_s if out.start_s is not None else start
-    fct = out.finish_s - began
+    fct, out = _fct(PacketEngine, run_sc, fabric, router, flows)
+    ratio = None
+    if sc.engine.decomposed.aggregate == "scaled":
+        ratio = fct / _fct(FlowEngine, run_sc, fabric, router, flows)[0]
     delay = fct - _alone_s(spec, fabric, run_sc)
     counters = {k: int(out.summary.get(k, 0)) for k in COUNTERS}
-    return LinkResult(spec.name, delay, counters, time.perf_counter() - wall0)
+    return LinkResult(spec.name, delay, counters, time.perf_counter() - wall0, ratio)
+
+
+def _fct(
+    engine: Any, sc: Scenario, fabric: Any, router: Router, flows: FlowTable
+) -> tuple[np.ndarray, EngineOutput]:
+    """Per flow: its FCT on ``engine`` (a fresh path policy), and the engine's output."""
+    ctx = PolicyContext(sc, fabric, router, flows, stream(sc.seed, "policy"))
+    policy = with_rate_caps(PathPolicy(ctx), flows)
+    eng = engine(sc, fabric, router, flows, policy)
+    ctx.hooks = eng
+    out = eng.run()
+    began = out.start_s if out.start_s is not None else flows.start_s
+    return out.finish_s - began, out
 
 
 def _alone_s(spec: LinkSpec, fabric: Any, sc: Scenario) -> np.ndarray:
